@@ -1,0 +1,161 @@
+import { InvalidRequestError } from "./errors.js";
+import type { Thread as ProtocolThread } from "./generated/v2/Thread.js";
+import type { ThreadGoal } from "./generated/v2/ThreadGoal.js";
+import type { ThreadGoalStatus } from "./generated/v2/ThreadGoalStatus.js";
+import type { TurnStartResponse } from "./generated/v2/TurnStartResponse.js";
+import { goalObjective, normalizeInput, toProtocolInput } from "./input.js";
+import { Turn, TurnOperation } from "./turn.js";
+import type { Input, ServerRequestHandler, TokenUsageBreakdown, TurnOptions, TurnResult } from "./types.js";
+
+/** What a thread needs from the client that owns it. */
+export interface ThreadHost {
+  request<T>(method: string, params: unknown): Promise<T>;
+  route(threadId: string, op: TurnOperation): void;
+  unroute(threadId: string, op: TurnOperation): void;
+}
+
+export interface GoalSetOptions {
+  objective?: string;
+  status?: ThreadGoalStatus;
+  tokenBudget?: number | null;
+}
+
+export class Thread {
+  private active: TurnOperation | null = null;
+  /** Last cumulative token usage seen for this thread (baseline for per-turn usage). */
+  usageTotal: TokenUsageBreakdown | null = null;
+
+  constructor(
+    private readonly host: ThreadHost,
+    readonly id: string,
+    readonly ephemeral: boolean,
+    readonly onServerRequest?: ServerRequestHandler,
+  ) {}
+
+  /** True while a turn started through this handle is running. */
+  get busy(): boolean {
+    return this.active !== null && !this.active.finished;
+  }
+
+  async read(opts: { includeTurns?: boolean } = {}): Promise<ProtocolThread> {
+    const res = await this.host.request<{ thread: ProtocolThread }>("thread/read", {
+      threadId: this.id,
+      includeTurns: opts.includeTurns ?? false,
+    });
+    return res.thread;
+  }
+
+  /** Starts a turn (or, with `goal`, a goal operation) and returns its handle once the engine accepted it. */
+  async turn(input: Input, opts: TurnOptions = {}): Promise<Turn> {
+    if (this.busy) throw new InvalidRequestError(`thread ${this.id} already has an active turn`);
+    const items = normalizeInput(input);
+    const goal = opts.goal ? (opts.goal === true ? {} : opts.goal) : null;
+    let objective: string | null = null;
+    if (goal) {
+      objective = goalObjective(items);
+      if (this.ephemeral)
+        throw new InvalidRequestError(`ephemeral thread does not support goals: ${this.id}`);
+      if (goal.tokenBudget !== undefined && !(goal.tokenBudget > 0)) {
+        throw new InvalidRequestError("goal budgets must be positive when provided");
+      }
+      // A replacement starts clean: set would keep the old goal's budget.
+      if (await this.getGoal()) await this.clearGoal();
+    }
+    const op = new TurnOperation(this.hostFor(), goal !== null, this.usageTotal);
+    this.active = op;
+    this.host.route(this.id, op);
+    try {
+      // The turn is started first and the goal set right behind it (pipelined): the engine then runs the user's
+      // turn with its own overrides (model, output schema) and continues it as the goal. Setting the goal first
+      // makes the engine auto-start a goal turn that `turn/start` would steer into, which fails when the turn
+      // carries its own model or output schema.
+      const start = this.host.request<TurnStartResponse>("turn/start", {
+        threadId: this.id,
+        input: toProtocolInput(items),
+        ...(opts.model !== undefined ? { model: opts.model } : {}),
+        ...(opts.effort !== undefined ? { effort: opts.effort } : {}),
+        ...(opts.outputSchema !== undefined ? { outputSchema: opts.outputSchema } : {}),
+        ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
+        ...(opts.approvalPolicy !== undefined ? { approvalPolicy: opts.approvalPolicy } : {}),
+      });
+      const setGoal =
+        goal && objective !== null
+          ? this.host.request<{ goal: ThreadGoal }>("thread/goal/set", {
+              threadId: this.id,
+              objective,
+              status: "active",
+              ...(goal.tokenBudget !== undefined ? { tokenBudget: goal.tokenBudget } : {}),
+            })
+          : null;
+      const [set, res] = await Promise.allSettled([setGoal, start]);
+      if (res.status === "rejected") throw res.reason;
+      if (set.status === "rejected") {
+        await this.host
+          .request("turn/interrupt", { threadId: this.id, turnId: res.value.turn.id })
+          .catch(() => {});
+        throw set.reason;
+      }
+      if (set.value) op.armGoal(set.value.goal.status);
+      op.bind(res.value.turn.id);
+    } catch (err) {
+      this.host.unroute(this.id, op);
+      this.active = null;
+      if (goal) await this.pauseGoalQuietly();
+      throw err;
+    }
+    return new Turn(op);
+  }
+
+  /** `turn(input, opts)` then `run()`. */
+  async run(input: Input, opts: TurnOptions = {}): Promise<TurnResult> {
+    return (await this.turn(input, opts)).run();
+  }
+
+  async getGoal(): Promise<ThreadGoal | null> {
+    const res = await this.host.request<{ goal: ThreadGoal | null }>("thread/goal/get", {
+      threadId: this.id,
+    });
+    return res.goal;
+  }
+
+  /** Sets, replaces, pauses or resumes the thread goal. Setting `active` on an idle thread starts work. */
+  async setGoal(opts: GoalSetOptions): Promise<ThreadGoal> {
+    const res = await this.host.request<{ goal: ThreadGoal }>("thread/goal/set", {
+      threadId: this.id,
+      ...opts,
+    });
+    return res.goal;
+  }
+
+  async clearGoal(): Promise<boolean> {
+    const res = await this.host.request<{ cleared: boolean }>("thread/goal/clear", { threadId: this.id });
+    return res.cleared;
+  }
+
+  /** Called by the client for every notification of this thread. */
+  observe(method: string, params: Record<string, unknown>): void {
+    if (method === "thread/tokenUsage/updated") {
+      const usage = params.tokenUsage as { total?: TokenUsageBreakdown } | undefined;
+      if (usage?.total) this.usageTotal = usage.total;
+    }
+  }
+
+  private async pauseGoalQuietly(): Promise<void> {
+    try {
+      if (await this.getGoal()) await this.setGoal({ status: "paused" });
+    } catch {
+      /* the original error matters more */
+    }
+  }
+
+  private hostFor() {
+    return {
+      threadId: this.id,
+      request: <T>(method: string, params: unknown) => this.host.request<T>(method, params),
+      release: (op: TurnOperation) => {
+        this.host.unroute(this.id, op);
+        if (this.active === op) this.active = null;
+      },
+    };
+  }
+}

@@ -1,0 +1,386 @@
+import { CodexError, InvalidRequestError, TransportClosedError, TurnFailedError } from "./errors.js";
+import type { ThreadGoalStatus } from "./generated/v2/ThreadGoalStatus.js";
+import type { ThreadTokenUsage } from "./generated/v2/ThreadTokenUsage.js";
+import { normalizeInput, toProtocolInput } from "./input.js";
+import { AsyncQueue } from "./queue.js";
+import type {
+  Input,
+  ProtocolTurn,
+  ThreadItem,
+  TokenUsageBreakdown,
+  TurnEvent,
+  TurnResult,
+  TurnUsage,
+} from "./types.js";
+
+/** What a turn needs from its thread and client. */
+export interface TurnHost {
+  readonly threadId: string;
+  request<T>(method: string, params: unknown): Promise<T>;
+  /** Stops routing this thread's notifications to the operation. */
+  release(op: TurnOperation): void;
+}
+
+interface Notification {
+  method: string;
+  params: Record<string, unknown>;
+}
+
+const FOUND_TURN = /but found `?([^`]+)`?$/;
+const NO_ACTIVE_STEER = /no active turn to steer/;
+const NO_ACTIVE_INTERRUPT = /no active turn to interrupt/;
+
+export function notificationTurnId(params: Record<string, unknown>): string | undefined {
+  if (typeof params.turnId === "string") return params.turnId;
+  const turn = params.turn as { id?: unknown } | undefined;
+  return turn && typeof turn.id === "string" ? turn.id : undefined;
+}
+
+function withTurnId(n: Notification, id: string): Notification {
+  const params = { ...n.params };
+  if (typeof params.turnId === "string") params.turnId = id;
+  const turn = params.turn as Record<string, unknown> | undefined;
+  if (turn && typeof turn.id === "string") params.turn = { ...turn, id };
+  return { method: n.method, params };
+}
+
+function subtract(a: TokenUsageBreakdown, b: TokenUsageBreakdown | null): TokenUsageBreakdown {
+  if (!b) return { ...a };
+  return {
+    totalTokens: a.totalTokens - b.totalTokens,
+    inputTokens: a.inputTokens - b.inputTokens,
+    cachedInputTokens: a.cachedInputTokens - b.cachedInputTokens,
+    cacheWriteInputTokens: (a.cacheWriteInputTokens ?? 0) - (b.cacheWriteInputTokens ?? 0),
+    outputTokens: a.outputTokens - b.outputTokens,
+    reasoningOutputTokens: a.reasoningOutputTokens - b.reasoningOutputTokens,
+  };
+}
+
+/**
+ * The state of one logical turn. A plain turn is one engine turn; a goal turn spans the engine turn that
+ * `turn/start` returned plus every continuation the engine starts by itself, until the goal leaves `active`
+ * (or a turn fails / is interrupted). Notifications of continuations are re-addressed to the logical id.
+ */
+export class TurnOperation {
+  logicalId: string | null = null;
+  readonly queue: AsyncQueue<TurnEvent>;
+  private readonly buffer: Notification[] = [];
+  private readonly items: ThreadItem[] = [];
+  private usage: ThreadTokenUsage | null = null;
+  private current: string | null = null;
+  private lastPhysical: string | null = null;
+  private firstStarted: ProtocolTurn | null = null;
+  private lastCompletion: ProtocolTurn | null = null;
+  private engineTurns = 0;
+  private goalArmed = false;
+  private goalStatus: ThreadGoalStatus | null = null;
+  private goalCleared = false;
+  private userInterrupted = false;
+  private finishedFlag = false;
+  private detached = false;
+  private readonly physicalWaiters: Array<(id: string | null) => void> = [];
+  readonly result: Promise<TurnResult>;
+  private resolveResult!: (r: TurnResult) => void;
+  private rejectResult!: (e: Error) => void;
+
+  constructor(
+    readonly host: TurnHost,
+    readonly goal: boolean,
+    private readonly usageBaseline: TokenUsageBreakdown | null,
+  ) {
+    this.queue = new AsyncQueue<TurnEvent>(() => this.detach());
+    this.result = new Promise<TurnResult>((resolve, reject) => {
+      this.resolveResult = resolve;
+      this.rejectResult = reject;
+    });
+    this.result.catch(() => {
+      /* observed by run(); avoid unhandled rejections when only stream() is used */
+    });
+  }
+
+  get finished(): boolean {
+    return this.finishedFlag;
+  }
+
+  /** The engine turn currently running (goal turns move from one to the next). */
+  get currentEngineTurn(): string | null {
+    return this.current;
+  }
+
+  /** Goal mode: from now on `thread/goal/*` notifications belong to this operation. */
+  armGoal(status: ThreadGoalStatus): void {
+    this.goalArmed = true;
+    this.goalStatus = status;
+  }
+
+  /** The engine answered `turn/start`: its id is the logical id. Buffered notifications are replayed. */
+  bind(turnId: string): void {
+    this.logicalId = turnId;
+    for (const n of this.buffer.splice(0)) this.process(n);
+  }
+
+  onNotification(n: Notification): void {
+    if (this.finishedFlag) return;
+    if (this.goal && !this.goalArmed && n.method.startsWith("thread/goal/")) return;
+    if (this.logicalId === null) this.buffer.push(n);
+    else this.process(n);
+  }
+
+  /** Server-request answers enter the stream like notifications. */
+  onAnswered(event: TurnEvent): void {
+    this.onNotification(event as Notification);
+  }
+
+  fail(err: Error): void {
+    if (this.finishedFlag) return;
+    this.finishedFlag = true;
+    this.wakePhysicalWaiters();
+    this.queue.end(err);
+    this.rejectResult(err);
+  }
+
+  /** Stop following this turn (stream closed early): routing is released at once. */
+  detach(): void {
+    if (this.detached) return;
+    this.detached = true;
+    this.host.release(this);
+    if (!this.finishedFlag) this.fail(new CodexError("the turn stream was closed before the turn finished"));
+  }
+
+  /** Resolves with the running engine turn id, waiting for the next one between continuations. */
+  waitForEngineTurn(): Promise<string | null> {
+    if (this.finishedFlag) return Promise.resolve(null);
+    if (this.current) return Promise.resolve(this.current);
+    return new Promise((resolve) => this.physicalWaiters.push(resolve));
+  }
+
+  markUserInterrupt(): void {
+    this.userInterrupted = true;
+  }
+
+  private wakePhysicalWaiters(): void {
+    for (const w of this.physicalWaiters.splice(0)) w(this.finishedFlag ? null : this.current);
+  }
+
+  private process(n: Notification): void {
+    if (this.finishedFlag) return;
+    const turnId = notificationTurnId(n.params);
+    if (!this.goal) {
+      if (turnId !== this.logicalId) return;
+    } else if (turnId === undefined && !n.method.startsWith("thread/goal/")) {
+      return;
+    }
+    switch (n.method) {
+      case "turn/started": {
+        const turn = n.params.turn as ProtocolTurn;
+        this.current = turn.id;
+        this.lastPhysical = turn.id;
+        this.engineTurns++;
+        this.wakePhysicalWaiters();
+        if (this.userInterrupted) void this.interruptEngineTurn(turn.id).catch(() => {});
+        if (this.firstStarted) return;
+        this.firstStarted = turn;
+        break;
+      }
+      case "turn/completed": {
+        const turn = n.params.turn as ProtocolTurn;
+        this.lastCompletion = turn;
+        if (this.current === turn.id) this.current = null;
+        if (!this.goal || turn.status === "failed" || turn.status === "interrupted") this.finish();
+        else this.maybeFinishGoal();
+        return;
+      }
+      case "thread/goal/updated": {
+        const goal = n.params.goal as { status: ThreadGoalStatus };
+        this.goalStatus = goal.status;
+        this.maybeFinishGoal();
+        return;
+      }
+      case "thread/goal/cleared":
+        this.goalCleared = true;
+        this.maybeFinishGoal();
+        return;
+      case "item/completed":
+        this.items.push(n.params.item as ThreadItem);
+        break;
+      case "thread/tokenUsage/updated":
+        this.usage = n.params.tokenUsage as ThreadTokenUsage;
+        break;
+    }
+    this.queue.push((this.goal ? withTurnId(n, this.logicalId!) : n) as TurnEvent);
+  }
+
+  private maybeFinishGoal(): void {
+    if (this.current !== null || this.lastCompletion === null) return;
+    if (this.goalCleared || (this.goalStatus !== null && this.goalStatus !== "active")) this.finish();
+  }
+
+  private finish(): void {
+    const last = this.lastCompletion!;
+    const id = this.logicalId!;
+    let completion: ProtocolTurn = last;
+    if (this.goal) {
+      const startedAt = this.firstStarted?.startedAt ?? last.startedAt;
+      const completedAt = last.completedAt;
+      completion = {
+        ...last,
+        id,
+        items: [],
+        status: this.userInterrupted && last.status !== "failed" ? "interrupted" : last.status,
+        startedAt,
+        durationMs:
+          startedAt !== null && completedAt !== null
+            ? Math.max(0, completedAt - startedAt) * 1000
+            : last.durationMs,
+      };
+    }
+    this.finishedFlag = true;
+    this.wakePhysicalWaiters();
+    this.queue.push({
+      method: "turn/completed",
+      params: { threadId: this.host.threadId, turn: completion },
+    } as TurnEvent);
+    this.queue.end();
+    this.host.release(this);
+    const result: TurnResult = {
+      id,
+      status: completion.status,
+      items: this.items,
+      finalResponse: finalResponse(this.items),
+      usage: this.usage ? toTurnUsage(this.usage, this.usageBaseline) : null,
+      startedAt: completion.startedAt,
+      completedAt: completion.completedAt,
+      durationMs: completion.durationMs,
+      error: completion.error,
+      engineTurns: Math.max(1, this.engineTurns),
+    };
+    if (completion.status === "failed") {
+      const err = new TurnFailedError(
+        completion.error?.message ?? "turn failed",
+        id,
+        completion.error?.codexErrorInfo,
+      );
+      Object.assign(err, { result });
+      this.rejectResult(err);
+    } else {
+      this.resolveResult(result);
+    }
+  }
+
+  async interruptEngineTurn(turnId: string, retried = false): Promise<void> {
+    try {
+      await this.host.request("turn/interrupt", { threadId: this.host.threadId, turnId });
+    } catch (err) {
+      if (err instanceof InvalidRequestError && NO_ACTIVE_INTERRUPT.test(err.message)) return;
+      const found = err instanceof InvalidRequestError ? FOUND_TURN.exec(err.message) : null;
+      if (found?.[1] && !retried) return this.interruptEngineTurn(found[1], true);
+      throw err;
+    }
+  }
+
+  lastEngineTurn(): string | null {
+    return this.lastPhysical;
+  }
+}
+
+function toTurnUsage(u: ThreadTokenUsage, baseline: TokenUsageBreakdown | null): TurnUsage {
+  return {
+    last: u.last,
+    total: u.total,
+    modelContextWindow: u.modelContextWindow,
+    turn: subtract(u.total, baseline),
+  };
+}
+
+export function finalResponse(items: ThreadItem[]): string | null {
+  for (let i = items.length - 1; i >= 0; i--) {
+    const item = items[i]!;
+    if (item.type === "agentMessage" && item.phase !== "commentary") return item.text;
+  }
+  return null;
+}
+
+/** Public handle of one logical turn. */
+export class Turn {
+  private streamTaken = false;
+
+  constructor(private readonly op: TurnOperation) {}
+
+  /** The logical turn id (stable across goal continuations). */
+  get id(): string {
+    return this.op.logicalId!;
+  }
+
+  get threadId(): string {
+    return this.op.host.threadId;
+  }
+
+  get finished(): boolean {
+    return this.op.finished;
+  }
+
+  /**
+   * Notifications of this turn, ending with one `turn/completed`. Iterate once; `break` / `return()` closes the
+   * stream early and releases routing at once (the engine keeps working; use `interrupt()` to stop it).
+   * Ends with TransportClosedError if the engine dies.
+   */
+  stream(): AsyncIterableIterator<TurnEvent> {
+    if (this.streamTaken) throw new CodexError("this turn's stream was already taken");
+    this.streamTaken = true;
+    return this.op.queue;
+  }
+
+  /** Waits for the end of the turn. Rejects with TurnFailedError (engine message) if it failed. */
+  run(): Promise<TurnResult> {
+    if (!this.streamTaken) {
+      this.streamTaken = true;
+      this.op.queue.discard = true;
+      this.op.queue.clear();
+    }
+    return this.op.result;
+  }
+
+  /** Adds input to the running engine turn; resolves to the logical turn id. */
+  async steer(input: Input): Promise<{ turnId: string }> {
+    const items = toProtocolInput(normalizeInput(input));
+    const threadId = this.op.host.threadId;
+    let target = await this.op.waitForEngineTurn();
+    for (let attempt = 0; ; attempt++) {
+      if (!target) throw new InvalidRequestError("no active turn to steer");
+      try {
+        await this.op.host.request("turn/steer", { threadId, expectedTurnId: target, input: items });
+        return { turnId: this.id };
+      } catch (err) {
+        if (!(err instanceof InvalidRequestError) || attempt > 0 || !this.op.goal) throw err;
+        const found = FOUND_TURN.exec(err.message);
+        if (found?.[1]) target = found[1];
+        else if (NO_ACTIVE_STEER.test(err.message)) target = await this.nextEngineTurn(target);
+        else throw err;
+      }
+    }
+  }
+
+  /** Stops the turn. For a goal, pauses the goal first so no continuation starts. */
+  async interrupt(): Promise<Record<string, never>> {
+    if (this.op.finished) throw new InvalidRequestError("no active turn to interrupt");
+    this.op.markUserInterrupt();
+    const threadId = this.op.host.threadId;
+    if (this.op.goal) {
+      await this.op.host.request("thread/goal/set", { threadId, status: "paused" });
+      // A continuation may have started that we have not seen yet: the engine answers "found `X`" and we retry.
+      const target = this.op.currentEngineTurn ?? this.op.lastEngineTurn();
+      if (target) await this.op.interruptEngineTurn(target);
+    } else {
+      await this.op.interruptEngineTurn(this.op.currentEngineTurn ?? this.id);
+    }
+    return {};
+  }
+
+  private async nextEngineTurn(previous: string): Promise<string | null> {
+    const id = await this.op.waitForEngineTurn();
+    if (id !== previous) return id;
+    return null;
+  }
+}
+
+export { TransportClosedError };

@@ -1,0 +1,109 @@
+import type { ServerNotification } from "./generated/ServerNotification.js";
+import type { AskForApproval } from "./generated/v2/AskForApproval.js";
+import type { SandboxMode } from "./generated/v2/SandboxMode.js";
+import type { ThreadItem } from "./generated/v2/ThreadItem.js";
+import type { TokenUsageBreakdown } from "./generated/v2/TokenUsageBreakdown.js";
+import type { Turn as ProtocolTurn } from "./generated/v2/Turn.js";
+import type { TurnError } from "./generated/v2/TurnError.js";
+import type { TurnStatus } from "./generated/v2/TurnStatus.js";
+
+export type {
+  ThreadItem,
+  TokenUsageBreakdown,
+  TurnStatus,
+  TurnError,
+  ProtocolTurn,
+  AskForApproval,
+  SandboxMode,
+};
+
+/** One input part. Plain strings are shorthand for a single text part. */
+export type InputItem =
+  | { type: "text"; text: string }
+  | { type: "image"; url: string; detail?: "auto" | "low" | "high" }
+  | { type: "localImage"; path: string; detail?: "auto" | "low" | "high" };
+export type Input = string | InputItem | InputItem[];
+
+/** A request the engine sends to the client (approvals, user input). */
+export interface ServerRequest {
+  id: number | string;
+  method: string;
+  params: Record<string, unknown>;
+}
+/** Decides a server request; return the JSON-RPC result (e.g. `{decision: "accept"}`). */
+export type ServerRequestHandler = (request: ServerRequest) => unknown | Promise<unknown>;
+
+/** Synthetic event in a turn's stream: how a server request (approval, user input) was answered. */
+export interface ServerRequestAnsweredEvent {
+  method: "client/serverRequest/answered";
+  params: {
+    threadId: string;
+    turnId: string | null;
+    requestId: number | string;
+    requestMethod: string;
+    request: Record<string, unknown>;
+    response: unknown;
+    /** true when no handler was provided and the safe default (decline) was used. */
+    defaulted: boolean;
+  };
+}
+
+/** What a turn stream yields: engine notifications (turn ids re-addressed to the logical turn) + our own. */
+export type TurnEvent = ServerNotification | ServerRequestAnsweredEvent;
+
+export interface GoalOptions {
+  /** Engine-side token budget for the goal (positive). */
+  tokenBudget?: number;
+}
+
+export interface TurnOptions {
+  /** Run the input as a goal: the engine keeps continuing until the goal leaves `active`. */
+  goal?: boolean | GoalOptions;
+  model?: string;
+  effort?: "none" | "minimal" | "low" | "medium" | "high" | "xhigh";
+  /** JSON Schema the final message must follow. */
+  outputSchema?: Record<string, unknown>;
+  cwd?: string;
+  approvalPolicy?: AskForApproval;
+}
+
+export interface ThreadOptions {
+  model?: string;
+  modelProvider?: string;
+  cwd?: string;
+  sandbox?: SandboxMode;
+  approvalPolicy?: AskForApproval;
+  baseInstructions?: string;
+  developerInstructions?: string;
+  ephemeral?: boolean;
+  /** config.toml overrides for this thread. */
+  config?: Record<string, unknown>;
+  /** Handles approvals / user-input requests of this thread (overrides the client-wide handler). */
+  onServerRequest?: ServerRequestHandler;
+}
+
+export interface TurnUsage {
+  /** Last model response. */
+  last: TokenUsageBreakdown;
+  /** Whole thread, cumulative (as the engine reports it). */
+  total: TokenUsageBreakdown;
+  modelContextWindow: number | null;
+  /** Attributable to this logical turn: `total` now minus `total` when the turn started. */
+  turn: TokenUsageBreakdown;
+}
+
+export interface TurnResult {
+  id: string;
+  status: TurnStatus;
+  items: ThreadItem[];
+  /** Text of the last agent message that is not commentary, or null. */
+  finalResponse: string | null;
+  usage: TurnUsage | null;
+  /** Unix seconds. */
+  startedAt: number | null;
+  completedAt: number | null;
+  durationMs: number | null;
+  error: TurnError | null;
+  /** Number of engine turns this logical turn spanned (1 for plain turns). */
+  engineTurns: number;
+}

@@ -1,0 +1,222 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { Gate, scripts } from "@codex-agent-api/testkit";
+import { afterEach, describe, expect, it } from "vitest";
+import { Codex, type ServerRequest, TransportClosedError, type TurnEvent } from "../src/index.js";
+import { agentMessages, type Fixture, fixture } from "./fixture.js";
+
+let f: Fixture;
+afterEach(async () => {
+  await f?.close();
+});
+
+describe("plain turns", () => {
+  it("runs a turn: final response, items, usage, timing", async () => {
+    f = await fixture();
+    f.mock.enqueueAssistantMessage("Hello world", {
+      usage: {
+        inputTokens: 7,
+        cachedInputTokens: 2,
+        outputTokens: 3,
+        reasoningOutputTokens: 1,
+        totalTokens: 10,
+      },
+    });
+    const thread = await f.codex.startThread();
+    const result = await thread.run("say hello");
+    const [request] = await f.mock.waitForRequests(1);
+    expect(result.status).toBe("completed");
+    expect(result.finalResponse).toBe("Hello world");
+    expect(agentMessages(result.items)).toEqual(["Hello world"]);
+    expect(result.usage?.last).toMatchObject({ inputTokens: 7, cachedInputTokens: 2, outputTokens: 3 });
+    expect(result.usage?.turn).toMatchObject({ inputTokens: 7, outputTokens: 3, totalTokens: 10 });
+    expect(result.startedAt).toBeTypeOf("number");
+    expect(result.engineTurns).toBe(1);
+    expect(request!.lastUserText()).toBe("say hello");
+    expect(request!.threadId).toBe(thread.id);
+    expect(f.codex.activeRoutes).toBe(0);
+  });
+
+  it("passes model, outputSchema and effort to the request and reports per-turn usage on follow-ups", async () => {
+    f = await fixture();
+    f.mock.enqueueAssistantMessage("first");
+    f.mock.enqueueAssistantMessage('{"summary":"ok"}', {
+      usage: { inputTokens: 20, outputTokens: 4, totalTokens: 24 },
+    });
+    const thread = await f.codex.startThread();
+    const first = await thread.run("one");
+    const schema = { type: "object", properties: { summary: { type: "string" } }, required: ["summary"] };
+    const second = await thread.run("two", { model: "other-model", outputSchema: schema, effort: "low" });
+    const requests = await f.mock.waitForRequests(2);
+    const body = requests[1]!.body as {
+      model: string;
+      text: { format: { schema: unknown } };
+      reasoning: unknown;
+    };
+    expect(body.model).toBe("other-model");
+    expect(body.text.format.schema).toEqual(schema);
+    expect(body.reasoning).toMatchObject({ effort: "low" });
+    expect(second.finalResponse).toBe('{"summary":"ok"}');
+    expect(second.usage!.total.totalTokens).toBe(first.usage!.total.totalTokens + 24);
+    expect(second.usage!.turn.totalTokens).toBe(24);
+  });
+
+  it("streams deltas and one completion; a local image reaches the model", async () => {
+    f = await fixture();
+    const image = join(f.home.workspace, "pixel.png");
+    const { writeFileSync } = await import("node:fs");
+    writeFileSync(
+      image,
+      Buffer.from(
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==",
+        "base64",
+      ),
+    );
+    f.mock.enqueue(scripts.streamingMessage(["a", "b", "c"]));
+    const turn = await (await f.codex.startThread()).turn([
+      { type: "text", text: "describe" },
+      { type: "localImage", path: image },
+    ]);
+    const events: TurnEvent[] = [];
+    for await (const e of turn.stream()) events.push(e);
+    const [request] = await f.mock.waitForRequests(1);
+    expect(events.flatMap((e) => (e.method === "item/agentMessage/delta" ? [e.params.delta] : []))).toEqual([
+      "a",
+      "b",
+      "c",
+    ]);
+    expect(events.filter((e) => e.method === "turn/completed")).toHaveLength(1);
+    expect(events.at(-1)?.method).toBe("turn/completed");
+    expect(JSON.stringify(request!.body)).toContain("data:image/png;base64,");
+  });
+
+  it("rejects a second turn while one is running (the engine would silently steer)", async () => {
+    f = await fixture();
+    const gate = new Gate();
+    f.mock.enqueue(scripts.streamingMessage(["slow ", "reply"], { gate }));
+    const thread = await f.codex.startThread();
+    const turn = await thread.turn("first");
+    await expect(thread.turn("second")).rejects.toThrow(/already has an active turn/);
+    gate.release();
+    expect((await turn.run()).finalResponse).toBe("slow reply");
+  });
+
+  it("interrupts a plain turn", async () => {
+    f = await fixture();
+    const gate = new Gate();
+    f.mock.enqueue(scripts.streamingMessage(["never ", "finished"], { gate }));
+    f.mock.enqueueAssistantMessage("after");
+    const thread = await f.codex.startThread();
+    const turn = await thread.turn("work");
+    await gate.reached;
+    expect(await turn.interrupt()).toEqual({});
+    expect((await turn.run()).status).toBe("interrupted");
+    gate.release();
+    expect((await thread.run("again")).finalResponse).toBe("after");
+  });
+
+  it("fails every pending call and stream when the engine dies during a plain turn", async () => {
+    f = await fixture();
+    const gate = new Gate();
+    f.mock.enqueue(scripts.streamingMessage(["never"], { gate }));
+    const thread = await f.codex.startThread();
+    const turn = await thread.turn("work");
+    const stream = turn.stream();
+    await gate.reached;
+    const pending = thread.read();
+    process.kill(f.codex.pid!, "SIGKILL");
+    const drained = (async () => {
+      for await (const _ of stream) {
+        /* drain until the transport error */
+      }
+    })();
+    await expect(drained).rejects.toThrow(TransportClosedError);
+    await expect(pending).rejects.toThrow(TransportClosedError);
+    await expect(thread.run("more")).rejects.toThrow(TransportClosedError);
+    expect(f.codex.closed).toBe(true);
+    expect(f.codex.activeRoutes).toBe(0);
+    gate.release();
+  });
+
+  it("resumes a thread in a fresh app-server: the model sees the earlier conversation", async () => {
+    f = await fixture();
+    f.mock.enqueueAssistantMessage("The secret is noted.");
+    f.mock.enqueueAssistantMessage("It was pineapple.");
+    const thread = await f.codex.startThread();
+    await thread.run("Remember the secret word: pineapple");
+    await f.codex.close();
+    const second = await f.startCodex();
+    const resumed = await second.resumeThread(thread.id);
+    const result = await resumed.run("What was the secret word?");
+    const requests = await f.mock.waitForRequests(2);
+    expect(result.finalResponse).toBe("It was pineapple.");
+    expect(requests[1]!.threadId).toBe(thread.id);
+    expect(requests[1]!.messageInputTexts("user")).toContain("Remember the secret word: pineapple");
+    expect(requests[1]!.messageInputTexts("assistant")).toContain("The secret is noted.");
+  });
+});
+
+describe("server requests (approvals)", () => {
+  const execCall = () =>
+    scripts.functionCall(
+      "exec_command",
+      { cmd: "touch created.txt", sandbox_permissions: "require_escalated", justification: "create a file" },
+      { callId: "call-exec" },
+    );
+
+  // config.toml no longer accepts approval_policy = "untrusted" (0.169.0); thread/start still does.
+  it("accepts through a handler: the command runs and the decision is in the stream", async () => {
+    f = await fixture();
+    f.mock.enqueue([execCall(), scripts.assistantMessage("made it")]);
+    const seen: ServerRequest[] = [];
+    const thread = await f.codex.startThread({
+      sandbox: "workspace-write",
+      approvalPolicy: "untrusted",
+      onServerRequest: (r) => {
+        seen.push(r);
+        return { decision: "accept" };
+      },
+    });
+    const turn = await thread.turn("create the file");
+    const events: TurnEvent[] = [];
+    for await (const e of turn.stream()) events.push(e);
+    expect(seen.map((r) => r.method)).toEqual(["item/commandExecution/requestApproval"]);
+    expect(existsSync(join(f.home.workspace, "created.txt"))).toBe(true);
+    const answered = events.find((e) => e.method === "client/serverRequest/answered");
+    expect(answered?.params).toMatchObject({
+      response: { decision: "accept" },
+      defaulted: false,
+      turnId: turn.id,
+    });
+  });
+
+  it("declines by default: nothing runs and the model is told", async () => {
+    f = await fixture();
+    f.mock.enqueue([execCall(), scripts.assistantMessage("could not")]);
+    const thread = await f.codex.startThread({ sandbox: "workspace-write", approvalPolicy: "untrusted" });
+    const turn = await thread.turn("create the file");
+    const events: TurnEvent[] = [];
+    for await (const e of turn.stream()) events.push(e);
+    const requests = await f.mock.waitForRequests(2);
+    expect(existsSync(join(f.home.workspace, "created.txt"))).toBe(false);
+    const answered = events.find((e) => e.method === "client/serverRequest/answered");
+    expect(answered?.params).toMatchObject({ response: { decision: "decline" }, defaulted: true });
+    const output = requests[1]!.functionCallOutputs().find((o) => o.callId === "call-exec");
+    expect(output?.output).toMatch(/reject/i);
+  });
+});
+
+describe("client lifecycle", () => {
+  it("starts with explicit binary, env and config overrides and closes cleanly", async () => {
+    f = await fixture();
+    const c = await Codex.start({ env: f.home.env, config: { model: "override-model" } });
+    f.mock.enqueueAssistantMessage("hi");
+    const thread = await c.startThread();
+    await thread.run("hello");
+    const [request] = await f.mock.waitForRequests(1);
+    expect(request!.model).toBe("override-model");
+    await c.close();
+    expect(c.closed).toBe(true);
+    await expect(c.startThread()).rejects.toThrow(TransportClosedError);
+  });
+});
