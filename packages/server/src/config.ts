@@ -1,0 +1,157 @@
+import { isAbsolute, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import type { SandboxMode } from "@codex-agent-api/codex";
+
+/** Everything the service needs to run, from flags and environment. */
+export interface Config {
+  host: string;
+  port: number;
+  /** Holds the SQLite database and the engine's CODEX_HOME. */
+  dataDir: string;
+  /** Root of the session workspaces (the agent's cwd). */
+  workspaceRoot: string;
+  /** Default model for agents and sessions that do not name one. */
+  model: string;
+  provider:
+    | { kind: "openai"; apiKey: string | null; baseUrl: string }
+    | { kind: "custom"; apiKey: string | null; baseUrl: string }
+    | { kind: "mock" };
+  token: string | null;
+  insecureNoAuth: boolean;
+  maxSessions: number;
+  /** Idle sessions older than this are deleted; 0 = never. */
+  sessionTtlSeconds: number;
+  turnTimeoutSeconds: number;
+  enginePoolSize: number;
+  /** An engine process with more loaded threads than this is recycled when idle. */
+  maxThreadsPerEngine: number;
+  sandbox: SandboxMode;
+  bodyLimitBytes: number;
+  logLevel: string;
+  codexPath: string | undefined;
+  goals: GoalLimits;
+}
+
+export interface GoalLimits {
+  /** Defaults applied when a goal does not say. */
+  defaultTokenBudget: number;
+  defaultMaxTurns: number;
+  defaultMaxDurationSeconds: number;
+  /** Upper bounds for per-goal overrides. */
+  maxTokenBudget: number;
+  maxTurns: number;
+  maxDurationSeconds: number;
+}
+
+export class ConfigError extends Error {}
+
+const USAGE = `Usage: codex-agent-api serve [options]
+
+Options (environment variable in brackets):
+  --host <addr>              bind address (HOST, default 127.0.0.1)
+  --port <n>                 port (PORT, default 9000)
+  --data-dir <dir>           database + engine state (AGENT_DATA_DIR, default ./.data)
+  --workspace <dir>          workspace root, the agents' cwd (WORKSPACE, default <data-dir>/workspace)
+  --model <name>             default model (CODEX_MODEL, default gpt-5-codex; mock-model with --mock-model)
+  --model-base-url <url>     any Responses-compatible API (OPENAI_BASE_URL); key from OPENAI_API_KEY
+  --mock-model               start the scripted mock model in-process (offline demo, no key needed)
+  --token <secret>           require this token (AGENT_API_TOKEN or EBX_SERVER_TOKEN)
+  --insecure-no-auth         allow a non-loopback bind without a token
+  --max-sessions <n>         stored sessions cap, 429 beyond (AGENT_MAX_SESSIONS, default 1000)
+  --session-ttl <seconds>    delete sessions idle this long, 0 = never (AGENT_SESSION_TTL, default 0)
+  --turn-timeout <seconds>   per-turn timeout (AGENT_TURN_TIMEOUT, default 300)
+  --engines <n>              app-server processes (AGENT_ENGINE_POOL_SIZE, default 1)
+  --sandbox <mode>           read-only | workspace-write | danger-full-access (AGENT_SANDBOX, default workspace-write)
+  --log-level <level>        pino level (LOG_LEVEL, default info)
+`;
+
+export function usage(): string {
+  return USAGE;
+}
+
+function int(name: string, raw: string | undefined, fallback: number, min = 0): number {
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new ConfigError(`${name} must be an integer >= ${min}, got "${raw}"`);
+  return n;
+}
+
+const LOOPBACK = new Set(["127.0.0.1", "::1", "localhost"]);
+
+export function isLoopback(host: string): boolean {
+  return LOOPBACK.has(host) || host.startsWith("127.");
+}
+
+export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      host: { type: "string" },
+      port: { type: "string" },
+      "data-dir": { type: "string" },
+      workspace: { type: "string" },
+      model: { type: "string" },
+      "model-base-url": { type: "string" },
+      "mock-model": { type: "boolean" },
+      token: { type: "string" },
+      "insecure-no-auth": { type: "boolean" },
+      "max-sessions": { type: "string" },
+      "session-ttl": { type: "string" },
+      "turn-timeout": { type: "string" },
+      engines: { type: "string" },
+      sandbox: { type: "string" },
+      "log-level": { type: "string" },
+      "codex-path": { type: "string" },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  const abs = (p: string) => (isAbsolute(p) ? p : resolve(cwd, p));
+  const dataDir = abs(values["data-dir"] ?? env.AGENT_DATA_DIR ?? ".data");
+  const mock = values["mock-model"] ?? env.AGENT_MOCK_MODEL === "1";
+  const baseUrl = values["model-base-url"] ?? env.OPENAI_BASE_URL;
+  const apiKey = env.OPENAI_API_KEY || null;
+  const sandbox = (values.sandbox ?? env.AGENT_SANDBOX ?? "workspace-write") as SandboxMode;
+  if (!["read-only", "workspace-write", "danger-full-access"].includes(sandbox)) {
+    throw new ConfigError(`--sandbox must be read-only, workspace-write or danger-full-access, got "${sandbox}"`);
+  }
+  const host = values.host ?? env.HOST ?? "127.0.0.1";
+  const token = values.token ?? (env.AGENT_API_TOKEN || env.EBX_SERVER_TOKEN || null);
+  const insecureNoAuth = values["insecure-no-auth"] ?? false;
+  if (!isLoopback(host) && !token && !insecureNoAuth) {
+    throw new ConfigError(
+      `refusing to bind ${host} without a token: set AGENT_API_TOKEN (or --token), or pass --insecure-no-auth`,
+    );
+  }
+  return {
+    host,
+    port: int("--port", values.port ?? env.PORT, 9000),
+    dataDir,
+    workspaceRoot: abs(values.workspace ?? env.WORKSPACE ?? `${dataDir}/workspace`),
+    model: values.model ?? env.CODEX_MODEL ?? (mock ? "mock-model" : "gpt-5-codex"),
+    provider: mock
+      ? { kind: "mock" }
+      : baseUrl
+        ? { kind: "custom", apiKey, baseUrl }
+        : { kind: "openai", apiKey, baseUrl: "https://api.openai.com/v1" },
+    token,
+    insecureNoAuth,
+    maxSessions: int("AGENT_MAX_SESSIONS", values["max-sessions"] ?? env.AGENT_MAX_SESSIONS, 1000, 1),
+    sessionTtlSeconds: int("AGENT_SESSION_TTL", values["session-ttl"] ?? env.AGENT_SESSION_TTL, 0),
+    turnTimeoutSeconds: int("AGENT_TURN_TIMEOUT", values["turn-timeout"] ?? env.AGENT_TURN_TIMEOUT, 300, 1),
+    enginePoolSize: int("AGENT_ENGINE_POOL_SIZE", values.engines ?? env.AGENT_ENGINE_POOL_SIZE, 1, 1),
+    maxThreadsPerEngine: int("AGENT_MAX_THREADS_PER_ENGINE", env.AGENT_MAX_THREADS_PER_ENGINE, 100, 1),
+    sandbox,
+    bodyLimitBytes: int("AGENT_BODY_LIMIT", env.AGENT_BODY_LIMIT, 10 * 1024 * 1024, 1024),
+    logLevel: values["log-level"] ?? env.LOG_LEVEL ?? "info",
+    codexPath: values["codex-path"] ?? env.CODEX_PATH,
+    goals: {
+      defaultTokenBudget: int("AGENT_GOAL_TOKEN_BUDGET", env.AGENT_GOAL_TOKEN_BUDGET, 1_000_000, 1),
+      defaultMaxTurns: int("AGENT_GOAL_MAX_TURNS", env.AGENT_GOAL_MAX_TURNS, 20, 1),
+      defaultMaxDurationSeconds: int("AGENT_GOAL_MAX_DURATION", env.AGENT_GOAL_MAX_DURATION, 3600, 1),
+      maxTokenBudget: int("AGENT_GOAL_MAX_TOKEN_BUDGET", env.AGENT_GOAL_MAX_TOKEN_BUDGET, 10_000_000, 1),
+      maxTurns: int("AGENT_GOAL_MAX_TURNS_LIMIT", env.AGENT_GOAL_MAX_TURNS_LIMIT, 200, 1),
+      maxDurationSeconds: int("AGENT_GOAL_MAX_DURATION_LIMIT", env.AGENT_GOAL_MAX_DURATION_LIMIT, 86_400, 1),
+    },
+  };
+}

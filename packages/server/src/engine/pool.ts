@@ -1,0 +1,183 @@
+import { Codex, type Thread, type ThreadOptions } from "@codex-agent-api/codex";
+import type { Logger } from "pino";
+
+export interface EnginePoolOptions {
+  size: number;
+  /** An engine with more loaded threads than this is restarted once it has no running turn. */
+  maxThreadsPerEngine: number;
+  codexHome: string;
+  env: Record<string, string>;
+  codexPath?: string;
+  cwd: string;
+  logger: Logger;
+}
+
+interface Slot {
+  index: number;
+  codex: Codex | null;
+  starting: Promise<Codex> | null;
+  /** Threads loaded in the current process of this slot. */
+  threads: Set<string>;
+  /** Turns running on this slot. */
+  busy: number;
+  generation: number;
+}
+
+/**
+ * A pool of app-server processes. Each session's thread lives in one process at a time; a process that dies is
+ * respawned on next use (its threads are resumed lazily), and a process that has loaded too many threads is
+ * recycled when idle, since the engine never unloads threads by itself.
+ */
+export class EnginePool {
+  private readonly slots: Slot[];
+  private readonly placement = new Map<string, Slot>();
+  private closed = false;
+
+  constructor(private readonly opts: EnginePoolOptions) {
+    this.slots = Array.from({ length: opts.size }, (_, index) => ({
+      index,
+      codex: null,
+      starting: null,
+      threads: new Set(),
+      busy: 0,
+      generation: 0,
+    }));
+  }
+
+  /** Starts every process now (instead of on first use). */
+  async warm(): Promise<void> {
+    await Promise.all(this.slots.map((s) => this.ensure(s)));
+  }
+
+  stats(): Array<{ index: number; pid: number | undefined; threads: number; busy: number; generation: number }> {
+    return this.slots.map((s) => ({
+      index: s.index,
+      pid: s.codex?.pid,
+      threads: s.threads.size,
+      busy: s.busy,
+      generation: s.generation,
+    }));
+  }
+
+  /**
+   * A thread handle for a session: starts a new thread when `threadId` is null, otherwise finds the process that
+   * has it loaded or resumes it on one. `release()` must be called when the turn ends.
+   */
+  async lease(
+    threadId: string | null,
+    options: ThreadOptions,
+  ): Promise<{ thread: Thread; release: () => void; engine: number }> {
+    if (this.closed) throw new Error("engine pool is closed");
+    let slot = threadId ? this.placement.get(threadId) : undefined;
+    if (slot && !slot.threads.has(threadId!)) slot = undefined;
+    slot ??= this.pick();
+    slot.busy++;
+    try {
+      const codex = await this.ensure(slot);
+      let thread: Thread | undefined = threadId ? codex.thread(threadId) : undefined;
+      if (!thread) {
+        thread = threadId ? await codex.resumeThread(threadId, options) : await codex.startThread(options);
+        slot.threads.add(thread.id);
+        this.placement.set(thread.id, slot);
+      }
+      let released = false;
+      return {
+        thread,
+        engine: slot.index,
+        release: () => {
+          if (released) return;
+          released = true;
+          slot.busy--;
+          this.maybeRecycle(slot);
+        },
+      };
+    } catch (err) {
+      slot.busy--;
+      throw err;
+    }
+  }
+
+  /** Forget a thread (its session was deleted). */
+  forget(threadId: string): void {
+    const slot = this.placement.get(threadId);
+    this.placement.delete(threadId);
+    if (!slot) return;
+    slot.threads.delete(threadId);
+    void slot.codex?.unloadThread(threadId);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(
+      this.slots.map(async (s) => {
+        const codex = s.codex ?? (s.starting ? await s.starting.catch(() => null) : null);
+        await codex?.close();
+      }),
+    );
+  }
+
+  /** Kills an engine process (fault-injection for tests). */
+  killEngine(index: number, signal: NodeJS.Signals = "SIGKILL"): number | undefined {
+    const pid = this.slots[index]?.codex?.pid;
+    if (pid) process.kill(pid, signal);
+    return pid;
+  }
+
+  private pick(): Slot {
+    let best = this.slots[0]!;
+    for (const s of this.slots) {
+      if (s.busy < best.busy || (s.busy === best.busy && s.threads.size < best.threads.size)) best = s;
+    }
+    return best;
+  }
+
+  private ensure(slot: Slot): Promise<Codex> {
+    if (slot.codex && !slot.codex.closed) return Promise.resolve(slot.codex);
+    if (slot.starting) return slot.starting;
+    const generation = ++slot.generation;
+    slot.starting = Codex.start({
+      codexHome: this.opts.codexHome,
+      env: this.opts.env,
+      cwd: this.opts.cwd,
+      ...(this.opts.codexPath ? { codexPath: this.opts.codexPath } : {}),
+      clientInfo: { name: "codex_agent_api", title: "codex-agent-api", version: "0.1.0" },
+      onExit: (err) => {
+        if (slot.generation !== generation) return;
+        this.opts.logger.error({ engine: slot.index, err: err.message, stderr: err.stderrTail }, "engine exited");
+        this.reset(slot);
+        if (!this.closed) {
+          void this.ensure(slot).catch((e: unknown) =>
+            this.opts.logger.error({ engine: slot.index, err: String(e) }, "engine respawn failed"),
+          );
+        }
+      },
+    }).then(
+      (codex) => {
+        slot.codex = codex;
+        slot.starting = null;
+        this.opts.logger.info({ engine: slot.index, pid: codex.pid }, "engine started");
+        return codex;
+      },
+      (err: unknown) => {
+        slot.starting = null;
+        throw err;
+      },
+    );
+    return slot.starting;
+  }
+
+  private reset(slot: Slot): void {
+    for (const id of slot.threads) if (this.placement.get(id) === slot) this.placement.delete(id);
+    slot.threads.clear();
+    slot.codex = null;
+  }
+
+  private maybeRecycle(slot: Slot): void {
+    if (this.closed || slot.busy > 0 || slot.threads.size <= this.opts.maxThreadsPerEngine || !slot.codex) return;
+    const codex = slot.codex;
+    this.opts.logger.info({ engine: slot.index, threads: slot.threads.size }, "recycling engine");
+    slot.generation++;
+    this.reset(slot);
+    void codex.close();
+  }
+}

@@ -1,0 +1,108 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { badRequest } from "../domain/errors.js";
+import type { EventHub } from "../stream/hub.js";
+import type { EventRecord } from "../store/types.js";
+
+export interface Frame {
+  event?: string;
+  data: unknown;
+}
+
+/** Where a reconnecting client resumes: `Last-Event-ID` (or `?after=`) = "<seq>" or "<seq>:<frame>". */
+export interface Cursor {
+  seq: number;
+  frame: number;
+}
+
+export function parseCursor(req: FastifyRequest): Cursor | null {
+  const header = req.headers["last-event-id"];
+  const query = (req.query as Record<string, unknown> | undefined)?.after;
+  const raw = typeof header === "string" && header ? header : typeof query === "string" ? query : null;
+  if (raw === null) return null;
+  const m = /^(\d+)(?::(\d+))?$/.exec(raw.trim());
+  if (!m) throw badRequest(`Invalid Last-Event-ID: ${raw}`, "Last-Event-ID");
+  return { seq: Number(m[1]), frame: m[2] === undefined ? Number.POSITIVE_INFINITY : Number(m[2]) };
+}
+
+const KEEPALIVE_MS = 15_000;
+
+/**
+ * Streams a session's log as SSE: replay from `from`, then live, until `until` matches (or the client leaves).
+ * Writes respect backpressure: a slow client is paused on `drain` while the hub keeps only a bounded buffer
+ * for it (the rest is re-read from the store), so it never blocks the turn or grows memory without bound.
+ */
+export async function streamLog(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  opts: {
+    hub: EventHub;
+    sessionId: string;
+    from: Cursor;
+    render: (e: EventRecord) => Frame[];
+    until?: (e: EventRecord) => boolean;
+    prelude?: Frame[];
+    /** Emit `data: [DONE]` before closing (the official SDKs stop on it). */
+    done?: boolean;
+  },
+): Promise<void> {
+  reply.hijack();
+  const res = reply.raw;
+  res.writeHead(200, {
+    "content-type": "text/event-stream; charset=utf-8",
+    "cache-control": "no-cache, no-transform",
+    connection: "keep-alive",
+    "x-accel-buffering": "no",
+  });
+  res.flushHeaders();
+  const sub = opts.hub.subscribe(opts.sessionId, {
+    afterSeq: Math.max(0, opts.from.seq - (opts.from.frame === Number.POSITIVE_INFINITY ? 0 : 1)),
+    ...(opts.until ? { until: opts.until } : {}),
+  });
+  let closed = false;
+  const onClose = () => {
+    closed = true;
+    sub.close();
+  };
+  // ServerResponse "close" = the client went away (IncomingMessage "close" fires once the body is read).
+  res.on("close", onClose);
+  const keepalive = setInterval(() => {
+    if (!closed) res.write(": keepalive\n\n");
+  }, KEEPALIVE_MS);
+  keepalive.unref();
+  const write = async (chunk: string) => {
+    if (closed) return;
+    if (!res.write(chunk)) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          res.off("drain", done);
+          res.off("close", done);
+          resolve();
+        };
+        res.on("drain", done);
+        res.on("close", done);
+      });
+    }
+  };
+  try {
+    for (const f of opts.prelude ?? []) await write(format(f, null));
+    for await (const e of sub) {
+      if (closed) break;
+      const frames = opts.render(e);
+      for (let i = 0; i < frames.length; i++) {
+        if (e.seq === opts.from.seq && i <= opts.from.frame) continue;
+        const id = frames.length === 1 ? String(e.seq) : `${e.seq}:${i}`;
+        await write(format(frames[i]!, id));
+      }
+    }
+    if (opts.done && !closed) await write("data: [DONE]\n\n");
+  } finally {
+    clearInterval(keepalive);
+    sub.close();
+    res.off("close", onClose);
+    if (!res.writableEnded) res.end();
+  }
+}
+
+function format(f: Frame, id: string | null): string {
+  return `${id !== null ? `id: ${id}\n` : ""}${f.event ? `event: ${f.event}\n` : ""}data: ${JSON.stringify(f.data)}\n\n`;
+}

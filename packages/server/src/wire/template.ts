@@ -1,0 +1,129 @@
+/**
+ * The "template" dialect: the exact HTTP contract of the original codex-agent-api service (the seed e2e suite).
+ * Integer-second timestamps, `{error, type}` errors, `agent.session.*` SSE names carrying exec-style items.
+ */
+import { EventType } from "../domain/events.js";
+import type { AgentRecord, EventRecord, ItemRecord, SessionRecord, Usage } from "../store/types.js";
+import { toExecItem } from "./exec-items.js";
+
+const secs = (t: number) => Math.floor(t);
+
+export function agentObject(a: AgentRecord) {
+  return {
+    id: a.id,
+    object: "agent",
+    model: a.model,
+    instructions: a.instructions ?? "",
+    tools: a.tools,
+    name: a.name ?? "",
+    metadata: a.metadata,
+    created_at: secs(a.created_at),
+  };
+}
+
+export function usageObject(u: Usage) {
+  return {
+    input_tokens: u.input_tokens,
+    output_tokens: u.output_tokens,
+    cached_input_tokens: u.cached_input_tokens,
+    reasoning_output_tokens: u.reasoning_output_tokens,
+    total_tokens: u.total_tokens,
+  };
+}
+
+export function sessionObject(s: SessionRecord) {
+  return {
+    id: s.id,
+    object: "session",
+    status: s.status,
+    model: s.model,
+    instructions: s.instructions ?? "",
+    tools: s.tools,
+    created_at: secs(s.created_at),
+    metadata: s.metadata,
+  };
+}
+
+/** An item as the template's /items listed it: the completed-item event wrapper. */
+export function itemObject(i: ItemRecord): Record<string, unknown> | null {
+  const item = toExecItem(i.data);
+  return item ? { type: "item.completed", turn_id: i.turn_id, item } : null;
+}
+
+/** GET session: the session plus its last 5 items as `output` and summed `usage`. */
+export function sessionWithOutput(s: SessionRecord, lastItems: ItemRecord[]) {
+  const output = lastItems.flatMap((i) => {
+    const o = itemObject(i);
+    return o ? [o] : [];
+  });
+  return { ...sessionObject(s), output: output.slice(-5), usage: usageObject(s.usage) };
+}
+
+export interface SseFrame {
+  event: string;
+  data: Record<string, unknown>;
+}
+
+/** Renders one log event; null for events the template dialect does not show. */
+export function renderEvent(e: EventRecord): SseFrame | null {
+  const session_id = e.session_id;
+  const d = e.data as Record<string, unknown>;
+  switch (e.type) {
+    case EventType.SessionCreated:
+      return { event: "agent.session.created", data: sessionObject(d.session as SessionRecord) };
+    case EventType.TurnStarted:
+      return { event: "agent.session.turn.started", data: { turn_id: e.turn_id, session_id } };
+    case EventType.ItemStarted:
+    case EventType.ItemCompleted: {
+      const item = toExecItem(d.item as Record<string, unknown>);
+      if (!item) return null;
+      const event = e.type === EventType.ItemStarted ? "agent.session.output_item.added" : "agent.session.output_item.done";
+      return { event, data: { type: event, session_id, turn_id: e.turn_id, item } };
+    }
+    case EventType.ItemDelta: {
+      const event =
+        d.kind === "agent_message"
+          ? "agent.session.output_text.delta"
+          : d.kind === "reasoning"
+            ? "agent.session.reasoning.delta"
+            : "agent.session.command_output.delta";
+      return { event, data: { type: event, session_id, turn_id: e.turn_id, item_id: d.item_id, delta: d.delta } };
+    }
+    case EventType.TurnCompleted: {
+      const turn = d.turn as { usage: Usage | null };
+      return {
+        event: "agent.session.turn.completed",
+        data: {
+          turn_id: e.turn_id,
+          session_id,
+          status: "completed",
+          usage: turn.usage ? usageObject(turn.usage) : null,
+        },
+      };
+    }
+    case EventType.TurnFailed:
+    case EventType.TurnCancelled: {
+      const turn = d.turn as { status: string; error: { message: string; code: string } | null };
+      const event = e.type === EventType.TurnFailed ? "agent.session.turn.failed" : "agent.session.turn.cancelled";
+      return {
+        event,
+        data: {
+          turn_id: e.turn_id,
+          session_id,
+          status: turn.status,
+          error: { message: turn.error?.message ?? turn.status, code: turn.error?.code ?? null },
+        },
+      };
+    }
+    case EventType.GoalUpdated:
+      return { event: "agent.session.goal.updated", data: { session_id, turn_id: e.turn_id, goal: d.goal } };
+    case EventType.ServerRequestAnswered:
+      return { event: "agent.session.approval.answered", data: { session_id, turn_id: e.turn_id, ...d } };
+    default:
+      return null;
+  }
+}
+
+export function errorBody(message: string, type: string) {
+  return { error: message, type };
+}
