@@ -7,10 +7,9 @@ import type { SessionService } from "./domain/sessions.js";
 import type { EnginePool } from "./engine/pool.js";
 import { installAuth } from "./http/auth.js";
 import { installErrorHandling } from "./http/errors.js";
-import { agentRoutes } from "./http/routes/agents.js";
-import { artifactRoutes } from "./http/routes/artifacts.js";
-import { healthRoutes } from "./http/routes/health.js";
-import { sessionRoutes } from "./http/routes/sessions.js";
+import { healthRoutes } from "./http/health.js";
+import { registerRoutes } from "./http/routes.js";
+import { templateHandlers } from "./http/template/index.js";
 import type { Store } from "./store/types.js";
 import type { EventHub } from "./stream/hub.js";
 
@@ -53,8 +52,6 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   installErrorHandling(app);
   installAuth(app, deps.config.token);
   healthRoutes(app, deps);
-  agentRoutes(app, deps);
-  sessionRoutes(app, deps);
-  artifactRoutes(app, deps);
+  registerRoutes(app, { template: templateHandlers(deps), openai: {} });
   return app;
 }

@@ -16,7 +16,9 @@ async function main(argv: string[]): Promise<number> {
   try {
     config = loadConfig(rest);
   } catch (err) {
-    process.stderr.write(`${err instanceof ConfigError || err instanceof TypeError ? err.message : String(err)}\n`);
+    process.stderr.write(
+      `${err instanceof ConfigError || err instanceof TypeError ? err.message : String(err)}\n`,
+    );
     return 2;
   }
   const logger = createLogger(config.logLevel);

@@ -72,7 +72,8 @@ export function usage(): string {
 function int(name: string, raw: string | undefined, fallback: number, min = 0): number {
   if (raw === undefined || raw === "") return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new ConfigError(`${name} must be an integer >= ${min}, got "${raw}"`);
+  if (!Number.isInteger(n) || n < min)
+    throw new ConfigError(`${name} must be an integer >= ${min}, got "${raw}"`);
   return n;
 }
 
@@ -82,7 +83,11 @@ export function isLoopback(host: string): boolean {
   return LOOPBACK.has(host) || host.startsWith("127.");
 }
 
-export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
+export function loadConfig(
+  argv: string[],
+  env: NodeJS.ProcessEnv = process.env,
+  cwd = process.cwd(),
+): Config {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -113,7 +118,9 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env,
   const apiKey = env.OPENAI_API_KEY || null;
   const sandbox = (values.sandbox ?? env.AGENT_SANDBOX ?? "workspace-write") as SandboxMode;
   if (!["read-only", "workspace-write", "danger-full-access"].includes(sandbox)) {
-    throw new ConfigError(`--sandbox must be read-only, workspace-write or danger-full-access, got "${sandbox}"`);
+    throw new ConfigError(
+      `--sandbox must be read-only, workspace-write or danger-full-access, got "${sandbox}"`,
+    );
   }
   const host = values.host ?? env.HOST ?? "127.0.0.1";
   const token = values.token ?? (env.AGENT_API_TOKEN || env.EBX_SERVER_TOKEN || null);

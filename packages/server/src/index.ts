@@ -1,3 +1,3 @@
-export { buildApp, type AppDeps } from "./app.js";
+export { type AppDeps, buildApp } from "./app.js";
 export { type Config, loadConfig } from "./config.js";
-export { startService, type Service, createLogger } from "./service.js";
+export { createLogger, type Service, startService } from "./service.js";

@@ -28,11 +28,16 @@ export function createLogger(level: string): Logger {
 }
 
 /** Opens the store, starts the engine pool (and the mock model if asked) and listens. */
-export async function startService(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<Service> {
+export async function startService(
+  config: Config,
+  logger: Logger = createLogger(config.logLevel),
+): Promise<Service> {
   mkdirSync(config.dataDir, { recursive: true });
   mkdirSync(config.workspaceRoot, { recursive: true });
-  const mock = config.provider.kind === "mock" ? await MockResponsesServer.start({ fallback: scriptedModel() }) : null;
-  const store = SqliteStore.open(join(config.dataDir, "agents.db"));
+  const mock =
+    config.provider.kind === "mock" ? await MockResponsesServer.start({ fallback: scriptedModel() }) : null;
+  // One commit per write: an event is durable before any client sees it, even across a SIGKILL.
+  const store = SqliteStore.open(join(config.dataDir, "agents.db"), { groupCommit: false });
   const hub = new EventHub(store);
   const home = prepareCodexHome(config, mock?.url ?? null);
   const pool = new EnginePool({
@@ -47,7 +52,8 @@ export async function startService(config: Config, logger: Logger = createLogger
   const agents = new AgentService(store, config.model);
   const sessions = new SessionService({ store, hub, pool, agents, config, logger });
   const recovered = sessions.recover();
-  if (recovered) logger.warn({ sessions: recovered }, "marked turns interrupted by the last shutdown as failed");
+  if (recovered)
+    logger.warn({ sessions: recovered }, "marked turns interrupted by the last shutdown as failed");
   const deps: AppDeps = { config, logger, store, hub, pool, agents, sessions };
   const app = buildApp(deps);
   await app.listen({ host: config.host, port: config.port });

@@ -17,7 +17,13 @@ const session = (id: string): SessionRecord => ({
   metadata: {},
   thread_id: null,
   workspace: `/tmp/${id}`,
-  usage: { input_tokens: 0, cached_input_tokens: 0, output_tokens: 0, reasoning_output_tokens: 0, total_tokens: 0 },
+  usage: {
+    input_tokens: 0,
+    cached_input_tokens: 0,
+    output_tokens: 0,
+    reasoning_output_tokens: 0,
+    total_tokens: 0,
+  },
   error: null,
   active_turn_id: null,
   extra: {},
@@ -72,7 +78,14 @@ describe("EventHub", () => {
   it("append persists, assigns seq and uses the clock", () => {
     clock = 1234.567;
     const e = hub.append({ session_id: "s1", type: "turn.started", turn_id: "t1", data: { a: 1 } });
-    expect(e).toEqual({ session_id: "s1", seq: 1, type: "turn.started", turn_id: "t1", created_at: 1234.567, data: { a: 1 } });
+    expect(e).toEqual({
+      session_id: "s1",
+      seq: 1,
+      type: "turn.started",
+      turn_id: "t1",
+      created_at: 1234.567,
+      data: { a: 1 },
+    });
     expect(hub.append({ session_id: "s1", type: "x", data: {} }).turn_id).toBeNull();
     expect(store.readEvents("s1", 0, 10)).toEqual([e, { ...e, seq: 2, type: "x", turn_id: null, data: {} }]);
   });

@@ -62,7 +62,12 @@ const session = (id: string, created_at = 1000, over: Partial<SessionRecord> = {
   ...over,
 });
 
-const turn = (session_id: string, id: string, created_at = 1000, over: Partial<TurnRecord> = {}): TurnRecord => ({
+const turn = (
+  session_id: string,
+  id: string,
+  created_at = 1000,
+  over: Partial<TurnRecord> = {},
+): TurnRecord => ({
   id,
   session_id,
   created_at,
@@ -85,7 +90,11 @@ const item = (session_id: string, turn_id: string, id: string): Omit<ItemRecord,
   data: { id, text: `item ${id}` },
 });
 
-const event = (session_id: string, type = "delta", turn_id: string | null = null): Omit<EventRecord, "seq"> => ({
+const event = (
+  session_id: string,
+  type = "delta",
+  turn_id: string | null = null,
+): Omit<EventRecord, "seq"> => ({
   session_id,
   type,
   turn_id,
@@ -110,7 +119,14 @@ function storeContract(name: string, makeStore: () => Store) {
         expect(store.getAgent("ag_1")).toEqual(a);
         expect(store.getAgent("nope")).toBeUndefined();
 
-        const updated = { ...a, name: null, updated_at: 2000, metadata: { x: "y" }, tools: [], instructions: null };
+        const updated = {
+          ...a,
+          name: null,
+          updated_at: 2000,
+          metadata: { x: "y" },
+          tools: [],
+          instructions: null,
+        };
         store.updateAgent(updated);
         expect(store.getAgent("ag_1")).toEqual(updated);
 
@@ -221,18 +237,17 @@ function storeContract(name: string, makeStore: () => Store) {
         store.insertSession(session("s1", 1, { agent_id: "a", metadata: { env: "prod", team: "x" } }));
         store.insertSession(session("s2", 2, { agent_id: "a", metadata: { env: "dev", team: "x" } }));
         store.insertSession(session("s3", 3, { agent_id: "b", metadata: { env: "prod" } }));
-        store.insertSession(session("s4", 4, { metadata: { "we.ird \"key\"": "v'al" } }));
+        store.insertSession(session("s4", 4, { metadata: { 'we.ird "key"': "v'al" } }));
 
         expect(ids(store.listSessions({ agent_id: "a" }).data)).toEqual(["s2", "s1"]);
         expect(ids(store.listSessions({ agent_id: "zzz" }).data)).toEqual([]);
         expect(ids(store.listSessions({ metadata: { env: "prod" } }).data)).toEqual(["s3", "s1"]);
         expect(ids(store.listSessions({ metadata: { env: "prod", team: "x" } }).data)).toEqual(["s1"]);
-        expect(ids(store.listSessions({ metadata: { team: "x" }, agent_id: "a", order: "asc" }).data)).toEqual([
-          "s1",
-          "s2",
-        ]);
+        expect(
+          ids(store.listSessions({ metadata: { team: "x" }, agent_id: "a", order: "asc" }).data),
+        ).toEqual(["s1", "s2"]);
         expect(ids(store.listSessions({ metadata: { env: "nope" } }).data)).toEqual([]);
-        expect(ids(store.listSessions({ metadata: { "we.ird \"key\"": "v'al" } }).data)).toEqual(["s4"]);
+        expect(ids(store.listSessions({ metadata: { 'we.ird "key"': "v'al" } }).data)).toEqual(["s4"]);
         expect(ids(store.listSessions({ metadata: {} }).data)).toEqual(["s4", "s3", "s2", "s1"]);
 
         const p = store.listSessions({ agent_id: "a", limit: 1 });
@@ -347,7 +362,12 @@ function storeContract(name: string, makeStore: () => Store) {
         expect(p2.has_more).toBe(false);
 
         expect(ids(store.listItems("s1", { order: "desc", limit: 2 }).data)).toEqual(["i5", "i4"]);
-        expect(ids(store.listItems("s1", { order: "desc", after: "i4" }).data)).toEqual(["i3", "i2", "i1", "i0"]);
+        expect(ids(store.listItems("s1", { order: "desc", after: "i4" }).data)).toEqual([
+          "i3",
+          "i2",
+          "i1",
+          "i0",
+        ]);
 
         expect(ids(store.listItems("s1", { turn_id: "t2" }).data)).toEqual(["i3", "i4", "i5"]);
         const t1 = store.listItems("s1", { turn_id: "t1", limit: 1, after: "i0" });
@@ -440,7 +460,11 @@ function storeContract(name: string, makeStore: () => Store) {
         store.putGoal({ session_id: "s1", data: { objective: "a" }, updated_at: 1 });
         store.putGoal({ session_id: "s2", data: { objective: "b" }, updated_at: 2 });
         store.putGoal({ session_id: "s1", data: { objective: "a2", tokens: 5 }, updated_at: 3 });
-        expect(store.getGoal("s1")).toEqual({ session_id: "s1", data: { objective: "a2", tokens: 5 }, updated_at: 3 });
+        expect(store.getGoal("s1")).toEqual({
+          session_id: "s1",
+          data: { objective: "a2", tokens: 5 },
+          updated_at: 3,
+        });
         expect(store.listGoals().map((g) => g.session_id)).toEqual(["s2", "s1"]);
         expect(store.deleteGoal("s1")).toBe(true);
         expect(store.deleteGoal("s1")).toBe(false);
@@ -452,7 +476,14 @@ function storeContract(name: string, makeStore: () => Store) {
     describe("idempotency", () => {
       it("round-trips and replaces", () => {
         expect(store.getIdempotency("scope", "k")).toBeUndefined();
-        const r = { scope: "scope", key: "k", body_hash: "h1", status: 201, response: { id: "x", n: [1] }, created_at: 5 };
+        const r = {
+          scope: "scope",
+          key: "k",
+          body_hash: "h1",
+          status: 201,
+          response: { id: "x", n: [1] },
+          created_at: 5,
+        };
         store.putIdempotency(r);
         expect(store.getIdempotency("scope", "k")).toEqual(r);
         expect(store.getIdempotency("other", "k")).toBeUndefined();
@@ -473,9 +504,23 @@ function storeContract(name: string, makeStore: () => Store) {
           store.appendEvent(event(sid));
           store.appendEvent(event(sid));
           store.putGoal({ session_id: sid, data: {}, updated_at: 1 });
-          store.putIdempotency({ scope: sid, key: "k", body_hash: "h", status: 200, response: {}, created_at: 1 });
+          store.putIdempotency({
+            scope: sid,
+            key: "k",
+            body_hash: "h",
+            status: 200,
+            response: {},
+            created_at: 1,
+          });
         }
-        store.putIdempotency({ scope: "global", key: "k", body_hash: "h", status: 200, response: {}, created_at: 1 });
+        store.putIdempotency({
+          scope: "global",
+          key: "k",
+          body_hash: "h",
+          status: 200,
+          response: {},
+          created_at: 1,
+        });
 
         expect(store.deleteSession("s1")).toBe(true);
         expect(store.getSession("s1")).toBeUndefined();
@@ -536,6 +581,7 @@ function storeContract(name: string, makeStore: () => Store) {
 
 storeContract("sqlite :memory:", () => SqliteStore.open(":memory:"));
 storeContract("sqlite file", () => SqliteStore.open(tmpFile()));
+storeContract("sqlite file, groupCommit off", () => SqliteStore.open(tmpFile(), { groupCommit: false }));
 
 describe("SqliteStore file persistence", () => {
   it("keeps data across close and reopen; seq and ordinals continue", () => {
@@ -547,7 +593,14 @@ describe("SqliteStore file persistence", () => {
     for (let i = 0; i < 3; i++) a.appendEvent(event("s1", "delta", "t1"));
     a.appendItem(item("s1", "t1", "i0"));
     a.putGoal({ session_id: "s1", data: { g: 1 }, updated_at: 1 });
-    a.putIdempotency({ scope: "s1", key: "k", body_hash: "h", status: 200, response: { ok: true }, created_at: 1 });
+    a.putIdempotency({
+      scope: "s1",
+      key: "k",
+      body_hash: "h",
+      status: 200,
+      response: { ok: true },
+      created_at: 1,
+    });
     a.close();
     a.close(); // idempotent
 
@@ -571,7 +624,9 @@ describe("SqliteStore file persistence", () => {
     expect(db.pragma("user_version", { simple: true })).toBe(MIGRATIONS.length);
     expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
     const tables = db
-      .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+      .prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+      )
       .pluck()
       .all();
     expect(tables).toEqual(["agents", "events", "goals", "idempotency", "items", "sessions", "turns"]);
@@ -599,7 +654,9 @@ describe("SqliteStore file persistence", () => {
     SqliteStore.open(file).close();
     const db = new Database(file);
     const plan = (sql: string) =>
-      (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[]).map((r) => r.detail).join(" | ");
+      (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[])
+        .map((r) => r.detail)
+        .join(" | ");
     expect(plan("SELECT * FROM events WHERE session_id = 'a' AND seq > 5 ORDER BY seq LIMIT 10")).toMatch(
       /USING (PRIMARY KEY|INDEX sqlite_autoindex_events_1)/,
     );
@@ -607,7 +664,9 @@ describe("SqliteStore file persistence", () => {
       /TEMP B-TREE/,
     );
     expect(
-      plan("SELECT * FROM sessions WHERE (created_at, rid) < (1, 2) ORDER BY created_at DESC, rid DESC LIMIT 3"),
+      plan(
+        "SELECT * FROM sessions WHERE (created_at, rid) < (1, 2) ORDER BY created_at DESC, rid DESC LIMIT 3",
+      ),
     ).toMatch(/USING INDEX sessions_created/);
     expect(
       plan(
@@ -621,5 +680,77 @@ describe("SqliteStore file persistence", () => {
       /USING INDEX items_turn/,
     );
     db.close();
+  });
+});
+
+describe("SqliteStore group commit", () => {
+  const otherConnectionCount = (file: string) => {
+    const db = new Database(file, { readonly: true });
+    try {
+      return db.prepare("SELECT count(*) FROM events").pluck().get() as number;
+    } finally {
+      db.close();
+    }
+  };
+  const nextTurn = () => new Promise<void>((r) => setImmediate(r));
+
+  it("writes are readable at once through the store and committed by the end of the event-loop turn", async () => {
+    const file = tmpFile();
+    const s = SqliteStore.open(file);
+    s.insertSession(session("s1"));
+    for (let i = 0; i < 5; i++) s.appendEvent(event("s1"));
+    expect(s.readEvents("s1", 0, 100)).toHaveLength(5); // same connection: visible immediately
+    expect(otherConnectionCount(file)).toBe(0); // not committed yet
+    await nextTurn();
+    await nextTurn();
+    expect(otherConnectionCount(file)).toBe(5);
+    s.close();
+  });
+
+  it("commits early after maxBatch writes, and on flush()", () => {
+    const file = tmpFile();
+    const s = SqliteStore.open(file, { maxBatch: 10 });
+    s.insertSession(session("s1")); // write 1
+    for (let i = 0; i < 24; i++) s.appendEvent(event("s1")); // writes 2..25: commits after writes 10 and 20
+    expect(otherConnectionCount(file)).toBe(19);
+    s.flush();
+    expect(otherConnectionCount(file)).toBe(24);
+    s.close();
+  });
+
+  it("a transaction() inside a batch is a savepoint: its rollback keeps the batch", async () => {
+    const file = tmpFile();
+    const s = SqliteStore.open(file);
+    s.insertSession(session("s1"));
+    s.appendEvent(event("s1"));
+    expect(() =>
+      s.transaction(() => {
+        s.appendEvent(event("s1"));
+        s.flush(); // ignored inside a transaction
+        throw new Error("no");
+      }),
+    ).toThrow("no");
+    s.transaction(() => s.appendEvent(event("s1")));
+    s.flush();
+    expect(otherConnectionCount(file)).toBe(2);
+    expect(s.readEvents("s1", 0, 10).map((e) => e.seq)).toEqual([1, 2]);
+    s.close();
+  });
+
+  it("groupCommit: false commits every write on its own", () => {
+    const file = tmpFile();
+    const s = SqliteStore.open(file, { groupCommit: false });
+    s.insertSession(session("s1"));
+    s.appendEvent(event("s1"));
+    expect(otherConnectionCount(file)).toBe(1);
+    expect(() =>
+      s.transaction(() => {
+        s.appendEvent(event("s1"));
+        throw new Error("no");
+      }),
+    ).toThrow("no");
+    expect(s.appendEvent(event("s1")).seq).toBe(2);
+    expect(otherConnectionCount(file)).toBe(2);
+    s.close();
   });
 });

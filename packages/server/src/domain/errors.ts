@@ -32,7 +32,8 @@ export const badRequest = (message: string, param: string | null = null, code: s
   new ApiError("bad_request", message, "ValueError", param, code ?? "invalid_request_error");
 export const unauthorized = (message = "unauthorized") =>
   new ApiError("unauthorized", message, "AuthError", null, "invalid_api_key");
-export const forbidden = (message: string) => new ApiError("forbidden", message, "ForbiddenError", null, "forbidden");
+export const forbidden = (message: string) =>
+  new ApiError("forbidden", message, "ForbiddenError", null, "forbidden");
 export const notFound = (message: string, param: string | null = null) =>
   new ApiError("not_found", message, "NotFoundError", param, "not_found");
 export const conflict = (message: string, code: string | null = "conflict") =>

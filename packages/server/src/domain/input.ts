@@ -48,7 +48,8 @@ export function parseInput(raw: unknown, where = "input"): TurnInput {
   }
   if (raw && typeof raw === "object") {
     const ev = raw as { type?: unknown; content?: unknown; input?: unknown };
-    if (ev.type === "agent.session.input.message") return parseInput(ev.content ?? ev.input, `${where}.content`);
+    if (ev.type === "agent.session.input.message")
+      return parseInput(ev.content ?? ev.input, `${where}.content`);
     return { items: [contentPart(raw, where)] };
   }
   throw badRequest(`${where} must be a string or an array of content parts`, where);

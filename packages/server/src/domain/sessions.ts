@@ -2,8 +2,8 @@ import { mkdirSync } from "node:fs";
 import type { Logger } from "pino";
 import type { Config } from "../config.js";
 import type { EnginePool } from "../engine/pool.js";
-import type { EventHub } from "../stream/hub.js";
 import type { ListOptions, Page, SessionRecord, Store, TurnRecord, Usage } from "../store/types.js";
+import type { EventHub } from "../stream/hub.js";
 import type { AgentService } from "./agents.js";
 import { capacity, conflict, notFound } from "./errors.js";
 import { EventType } from "./events.js";
@@ -139,11 +139,16 @@ export class SessionService {
 
   /** 409 when the session has a running turn. */
   assertIdle(session: SessionRecord): void {
-    if (session.active_turn_id || this.runner.isActive(session.id)) throw conflict("Session has an active turn");
+    if (session.active_turn_id || this.runner.isActive(session.id))
+      throw conflict("Session has an active turn");
   }
 
   /** Starts a turn now; it runs in the background. 409 when one is running. */
-  startTurn(sessionId: string, input: TurnInput, opts: { goal?: Record<string, unknown> | null } = {}): TurnRecord {
+  startTurn(
+    sessionId: string,
+    input: TurnInput,
+    opts: { goal?: Record<string, unknown> | null } = {},
+  ): TurnRecord {
     const session = this.get(sessionId);
     this.assertIdle(session);
     const now = nowSeconds();
@@ -173,7 +178,12 @@ export class SessionService {
       store.updateSession(next);
       hub.append({ session_id: sessionId, type: EventType.TurnStarted, turn_id: turn.id, data: { turn } });
       if (session.status !== "in_progress") {
-        hub.append({ session_id: sessionId, type: EventType.SessionStatus, turn_id: turn.id, data: { session: next } });
+        hub.append({
+          session_id: sessionId,
+          type: EventType.SessionStatus,
+          turn_id: turn.id,
+          data: { session: next },
+        });
       }
     });
     this.runner.launch(next, turn, input);
@@ -207,7 +217,12 @@ export class SessionService {
             error: { code: "server_restart", message: "The server stopped while this turn was running." },
           };
           store.updateTurn(failed);
-          hub.append({ session_id: s.id, type: EventType.TurnFailed, turn_id: turn.id, data: { turn: failed } });
+          hub.append({
+            session_id: s.id,
+            type: EventType.TurnFailed,
+            turn_id: turn.id,
+            data: { turn: failed },
+          });
         }
         const next: SessionRecord = { ...s, status: "idle", active_turn_id: null, updated_at: nowSeconds() };
         store.updateSession(next);

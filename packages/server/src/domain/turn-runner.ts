@@ -3,8 +3,8 @@ import {
   type ThreadItem,
   TransportClosedError,
   type Turn,
-  TurnFailedError,
   type TurnEvent,
+  TurnFailedError,
   type TurnResult,
 } from "@codex-agent-api/codex";
 import { missingModelReason } from "../engine/codex-home.js";
@@ -51,7 +51,14 @@ export class TurnRunner {
     const done = new Promise<TurnRecord>((r) => {
       resolve = r;
     });
-    const active: ActiveTurn = { sessionId: session.id, turn, engineTurn: null, stop: null, timer: null, done };
+    const active: ActiveTurn = {
+      sessionId: session.id,
+      turn,
+      engineTurn: null,
+      stop: null,
+      timer: null,
+      done,
+    };
     this.active.set(session.id, active);
     const timeoutMs = this.deps.config.turnTimeoutSeconds * 1000;
     active.timer = setTimeout(() => {
@@ -70,7 +77,8 @@ export class TurnRunner {
     const active = this.active.get(sessionId);
     if (active && active.turn.id === turnId) return active.done;
     const stored = this.deps.store.getTurn(sessionId, turnId);
-    if (stored && stored.status !== "in_progress" && stored.status !== "queued") return Promise.resolve(stored);
+    if (stored && stored.status !== "in_progress" && stored.status !== "queued")
+      return Promise.resolve(stored);
     return new Promise((resolve) => {
       const list = this.waiters.get(turnId) ?? [];
       list.push(resolve);
@@ -150,7 +158,8 @@ export class TurnRunner {
       result = await engineTurn.run();
     } catch (err) {
       failure = describeFailure(err);
-      if (err instanceof TurnFailedError) result = (err as TurnFailedError & { result?: TurnResult }).result ?? null;
+      if (err instanceof TurnFailedError)
+        result = (err as TurnFailedError & { result?: TurnResult }).result ?? null;
     } finally {
       release?.();
       if (active.timer) clearTimeout(active.timer);
@@ -221,7 +230,10 @@ export class TurnRunner {
     let error: TurnRecord["error"] = null;
     if (active.stop) {
       status = active.stop.status;
-      error = status === "failed" || status === "cancelled" ? { code: active.stop.code, message: active.stop.message } : null;
+      error =
+        status === "failed" || status === "cancelled"
+          ? { code: active.stop.code, message: active.stop.message }
+          : null;
     } else if (failure) {
       status = "failed";
       error = failure;
@@ -230,7 +242,8 @@ export class TurnRunner {
       error = { code: "interrupted", message: "The turn was interrupted" };
     } else {
       status = result?.status === "failed" ? "failed" : "completed";
-      if (status === "failed") error = { code: "server_error", message: result?.error?.message ?? "turn failed" };
+      if (status === "failed")
+        error = { code: "server_error", message: result?.error?.message ?? "turn failed" };
     }
     const turn: TurnRecord = { ...active.turn, status, error, usage, completed_at: nowSeconds() };
     const type =
@@ -254,12 +267,18 @@ export class TurnRunner {
       };
       store.updateSession(next);
       hub.append({ session_id: active.sessionId, type, turn_id: turn.id, data: { turn } });
-      hub.append({ session_id: active.sessionId, type: EventType.SessionStatus, turn_id: turn.id, data: { session: next } });
+      hub.append({
+        session_id: active.sessionId,
+        type: EventType.SessionStatus,
+        turn_id: turn.id,
+        data: { session: next },
+      });
     });
     this.active.delete(active.sessionId);
     for (const w of this.waiters.get(turn.id) ?? []) w(turn);
     this.waiters.delete(turn.id);
-    if (error) this.deps.logger.warn({ session: active.sessionId, turn: turn.id, status, error }, "turn ended");
+    if (error)
+      this.deps.logger.warn({ session: active.sessionId, turn: turn.id, status, error }, "turn ended");
     return turn;
   }
 }

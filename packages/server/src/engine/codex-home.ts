@@ -10,7 +10,10 @@ export const MODEL_KEY_ENV = "OPENAI_API_KEY";
  * Writes the engine's isolated CODEX_HOME (offline-safe config: no plugin sync, no update check, no shell
  * snapshot) with one model provider: the in-process mock, OpenAI, or any Responses-compatible base URL.
  */
-export function prepareCodexHome(config: Config, mockUrl: string | null): { codexHome: string; env: Record<string, string> } {
+export function prepareCodexHome(
+  config: Config,
+  mockUrl: string | null,
+): { codexHome: string; env: Record<string, string> } {
   const codexHome = join(config.dataDir, "codex-home");
   mkdirSync(codexHome, { recursive: true });
   const providerUrl = config.provider.kind === "mock" ? mockUrl! : config.provider.baseUrl;

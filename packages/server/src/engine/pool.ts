@@ -49,7 +49,13 @@ export class EnginePool {
     await Promise.all(this.slots.map((s) => this.ensure(s)));
   }
 
-  stats(): Array<{ index: number; pid: number | undefined; threads: number; busy: number; generation: number }> {
+  stats(): Array<{
+    index: number;
+    pid: number | undefined;
+    threads: number;
+    busy: number;
+    generation: number;
+  }> {
     return this.slots.map((s) => ({
       index: s.index,
       pid: s.codex?.pid,
@@ -143,7 +149,10 @@ export class EnginePool {
       clientInfo: { name: "codex_agent_api", title: "codex-agent-api", version: "0.1.0" },
       onExit: (err) => {
         if (slot.generation !== generation) return;
-        this.opts.logger.error({ engine: slot.index, err: err.message, stderr: err.stderrTail }, "engine exited");
+        this.opts.logger.error(
+          { engine: slot.index, err: err.message, stderr: err.stderrTail },
+          "engine exited",
+        );
         this.reset(slot);
         if (!this.closed) {
           void this.ensure(slot).catch((e: unknown) =>
@@ -173,7 +182,8 @@ export class EnginePool {
   }
 
   private maybeRecycle(slot: Slot): void {
-    if (this.closed || slot.busy > 0 || slot.threads.size <= this.opts.maxThreadsPerEngine || !slot.codex) return;
+    if (this.closed || slot.busy > 0 || slot.threads.size <= this.opts.maxThreadsPerEngine || !slot.codex)
+      return;
     const codex = slot.codex;
     this.opts.logger.info({ engine: slot.index, threads: slot.threads.size }, "recycling engine");
     slot.generation++;

@@ -29,7 +29,12 @@ const OPENAI_TYPE: Record<ErrorKind, string> = {
 };
 
 /** Client mistakes: retrying the same request cannot help (the openai SDK retries 409/429/5xx otherwise). */
-const NO_RETRY: ReadonlySet<ErrorKind> = new Set(["conflict", "not_implemented", "bad_request", "unprocessable"]);
+const NO_RETRY: ReadonlySet<ErrorKind> = new Set([
+  "conflict",
+  "not_implemented",
+  "bad_request",
+  "unprocessable",
+]);
 
 export function statusOf(err: ApiError): number {
   return STATUS[err.kind];
@@ -64,19 +69,31 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
       const message = code === "FST_ERR_CTP_EMPTY_JSON_BODY" ? "Invalid JSON: empty body" : error.message;
-      return sendError(req, reply, new ApiError("bad_request", message, "ValueError", null, "invalid_request_error"));
+      return sendError(
+        req,
+        reply,
+        new ApiError("bad_request", message, "ValueError", null, "invalid_request_error"),
+      );
     }
     req.log.error({ err: error }, "unhandled error");
     const body =
       dialectOf(req) === "openai"
-        ? { error: { message: "Internal server error", type: "server_error", param: null, code: "internal_error" } }
+        ? {
+            error: {
+              message: "Internal server error",
+              type: "server_error",
+              param: null,
+              code: "internal_error",
+            },
+          }
         : { error: "Internal server error", type: "InternalError" };
     return reply.code(500).send(body);
   });
   app.setNotFoundHandler((req, reply) => {
     const path = req.url.split("?")[0] ?? req.url;
     const err = notFound(`Not found: ${path}`);
-    if (dialectOf(req) === "template") return reply.code(404).send({ error: err.message, type: "ValueError" });
+    if (dialectOf(req) === "template")
+      return reply.code(404).send({ error: err.message, type: "ValueError" });
     return sendError(req, reply, err);
   });
 }

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { badRequest } from "../domain/errors.js";
-import type { EventHub } from "../stream/hub.js";
 import type { EventRecord } from "../store/types.js";
+import type { EventHub } from "../stream/hub.js";
 
 export interface Frame {
   event?: string;
@@ -32,7 +32,6 @@ const KEEPALIVE_MS = 15_000;
  * for it (the rest is re-read from the store), so it never blocks the turn or grows memory without bound.
  */
 export async function streamLog(
-  req: FastifyRequest,
   reply: FastifyReply,
   opts: {
     hub: EventHub;

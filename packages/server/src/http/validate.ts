@@ -7,12 +7,17 @@ export function parse<T extends z.ZodType>(schema: T, value: unknown, what = "bo
   if (r.success) return r.data;
   const issue = r.error.issues[0]!;
   const path = issue.path.join(".");
-  throw badRequest(path ? `Invalid '${path}': ${issue.message}` : `Invalid ${what}: ${issue.message}`, path || null);
+  throw badRequest(
+    path ? `Invalid '${path}': ${issue.message}` : `Invalid ${what}: ${issue.message}`,
+    path || null,
+  );
 }
 
-export const Metadata = z.record(z.string().max(64), z.string().max(512)).refine((m) => Object.keys(m).length <= 16, {
-  message: "at most 16 metadata pairs",
-});
+export const Metadata = z
+  .record(z.string().max(64), z.string().max(512))
+  .refine((m) => Object.keys(m).length <= 16, {
+    message: "at most 16 metadata pairs",
+  });
 
 /** `?limit=&after=&order=` of list endpoints. */
 export const ListQuery = z.object({

@@ -35,7 +35,10 @@ export function toExecItem(raw: Record<string, unknown>): Record<string, unknown
         id: item.id,
         type: "file_change",
         changes: Array.isArray(item.changes)
-          ? (item.changes as Array<Record<string, unknown>>).map((c) => ({ path: c.path, kind: kindOf(c.kind) }))
+          ? (item.changes as Array<Record<string, unknown>>).map((c) => ({
+              path: c.path,
+              kind: kindOf(c.kind),
+            }))
           : [],
         status: snake(String(item.status ?? "")),
       };

@@ -77,7 +77,10 @@ export function renderEvent(e: EventRecord): SseFrame | null {
     case EventType.ItemCompleted: {
       const item = toExecItem(d.item as Record<string, unknown>);
       if (!item) return null;
-      const event = e.type === EventType.ItemStarted ? "agent.session.output_item.added" : "agent.session.output_item.done";
+      const event =
+        e.type === EventType.ItemStarted
+          ? "agent.session.output_item.added"
+          : "agent.session.output_item.done";
       return { event, data: { type: event, session_id, turn_id: e.turn_id, item } };
     }
     case EventType.ItemDelta: {
@@ -87,7 +90,10 @@ export function renderEvent(e: EventRecord): SseFrame | null {
           : d.kind === "reasoning"
             ? "agent.session.reasoning.delta"
             : "agent.session.command_output.delta";
-      return { event, data: { type: event, session_id, turn_id: e.turn_id, item_id: d.item_id, delta: d.delta } };
+      return {
+        event,
+        data: { type: event, session_id, turn_id: e.turn_id, item_id: d.item_id, delta: d.delta },
+      };
     }
     case EventType.TurnCompleted: {
       const turn = d.turn as { usage: Usage | null };
@@ -104,7 +110,8 @@ export function renderEvent(e: EventRecord): SseFrame | null {
     case EventType.TurnFailed:
     case EventType.TurnCancelled: {
       const turn = d.turn as { status: string; error: { message: string; code: string } | null };
-      const event = e.type === EventType.TurnFailed ? "agent.session.turn.failed" : "agent.session.turn.cancelled";
+      const event =
+        e.type === EventType.TurnFailed ? "agent.session.turn.failed" : "agent.session.turn.cancelled";
       return {
         event,
         data: {

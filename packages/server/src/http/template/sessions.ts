@@ -1,0 +1,199 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { z } from "zod";
+import type { AppDeps } from "../../app.js";
+import { badRequest } from "../../domain/errors.js";
+import { TERMINAL_TURN_EVENTS } from "../../domain/events.js";
+import { hasContent, parseInput, type TurnInput } from "../../domain/input.js";
+import type { SessionFields } from "../../domain/sessions.js";
+import type { EventRecord, SessionRecord } from "../../store/types.js";
+import * as template from "../../wire/template.js";
+import type { Handlers } from "../routes.js";
+import { type Frame, parseCursor, streamLog } from "../sse.js";
+import { Metadata, parse } from "../validate.js";
+
+const InlineAgent = z
+  .object({
+    model: z.string().optional(),
+    instructions: z.string().nullable().optional(),
+    tools: z.array(z.unknown()).nullable().optional(),
+    name: z.string().nullable().optional(),
+  })
+  .loose();
+
+const CreateBody = z
+  .object({
+    agent: z
+      .union([z.string().min(1), InlineAgent])
+      .nullable()
+      .optional(),
+    agent_id: z.string().min(1).optional(),
+    input: z.unknown().optional(),
+    stream: z.boolean().optional(),
+    metadata: Metadata.nullable().optional(),
+  })
+  .loose();
+
+const UpdateBody = z
+  .object({
+    model: z.string().optional(),
+    instructions: z.string().nullable().optional(),
+    metadata: Metadata.nullable().optional(),
+  })
+  .loose();
+
+const EventsBody = z
+  .object({
+    input: z.unknown().optional(),
+    type: z.string().optional(),
+    content: z.unknown().optional(),
+    stream: z.boolean().optional(),
+  })
+  .loose();
+
+type Params = { session_id: string };
+
+export function renderTemplate(e: EventRecord): Frame[] {
+  const f = template.renderEvent(e);
+  return f ? [f] : [];
+}
+
+/** Input of a template turn, or null when none was given (empty text counts as none, like the original). */
+function optionalInput(raw: unknown): TurnInput | null {
+  if (raw === undefined || raw === null) return null;
+  const input = parseInput(raw);
+  return hasContent(input) ? input : null;
+}
+
+export function templateSessionHandlers(deps: AppDeps): Handlers {
+  const { sessions, hub, store } = deps;
+
+  const lastItems = (s: SessionRecord) => {
+    const page = store.listItems(s.id, { order: "desc", limit: 10 });
+    return page.data.reverse();
+  };
+
+  /** Streams one turn from the log: from `fromSeq` until that turn's terminal event. */
+  const streamTurn = (
+    req: FastifyRequest,
+    reply: FastifyReply,
+    sessionId: string,
+    turnId: string,
+    fromSeq: number,
+  ) =>
+    streamLog(reply, {
+      hub,
+      sessionId,
+      from: parseCursor(req) ?? { seq: fromSeq, frame: Number.POSITIVE_INFINITY },
+      render: renderTemplate,
+      until: (e) => e.turn_id === turnId && TERMINAL_TURN_EVENTS.has(e.type),
+    });
+
+  return {
+    createSession: async (req, reply) => {
+      const b = parse(CreateBody, req.body);
+      let fields: SessionFields = { metadata: b.metadata ?? {} };
+      if (typeof b.agent === "string" || b.agent_id) fields.agent_id = (b.agent_id ?? b.agent) as string;
+      else if (b.agent) {
+        fields = {
+          ...fields,
+          ...(b.agent.model ? { model: b.agent.model } : {}),
+          ...(b.agent.instructions !== undefined ? { instructions: b.agent.instructions } : {}),
+          ...(b.agent.tools ? { tools: b.agent.tools } : {}),
+          ...(b.agent.name !== undefined ? { name: b.agent.name } : {}),
+        };
+      }
+      const input = optionalInput(b.input);
+      const session = sessions.create(fields, { startingTurn: input !== null });
+      if (!input) return template.sessionObject(session);
+      const turn = sessions.startTurn(session.id, input);
+      if (b.stream === true) return streamTurn(req, reply, session.id, turn.id, 0);
+      await sessions.waitForTurn(session.id, turn.id);
+      const done = sessions.get(session.id);
+      return template.sessionWithOutput(done, lastItems(done));
+    },
+
+    listSessions: async () => {
+      const data = [];
+      let after: string | undefined;
+      for (;;) {
+        const page = sessions.list({ order: "asc", limit: 1000, ...(after ? { after } : {}) });
+        data.push(...page.data.map(template.sessionObject));
+        if (!page.has_more || page.data.length === 0) break;
+        after = page.data.at(-1)!.id;
+      }
+      return { object: "list", data };
+    },
+
+    getSession: async (req: FastifyRequest<{ Params: Params }>) => {
+      const s = sessions.get(req.params.session_id);
+      return template.sessionWithOutput(s, lastItems(s));
+    },
+
+    updateSession: async (req: FastifyRequest<{ Params: Params }>) => {
+      const b = parse(UpdateBody, req.body);
+      const s = sessions.update(req.params.session_id, {
+        ...(b.model !== undefined ? { model: b.model } : {}),
+        ...(b.instructions !== undefined ? { instructions: b.instructions } : {}),
+        ...(b.metadata !== undefined ? { metadata: b.metadata ?? {} } : {}),
+      });
+      return template.sessionObject(s);
+    },
+
+    deleteSession: async (req: FastifyRequest<{ Params: Params }>) => {
+      await sessions.delete(req.params.session_id);
+      return { id: req.params.session_id, object: "session", deleted: true };
+    },
+
+    postEvents: async (req: FastifyRequest<{ Params: Params }>, reply) => {
+      const id = req.params.session_id;
+      const session = sessions.get(id);
+      sessions.assertIdle(session);
+      const b = parse(EventsBody, req.body);
+      const raw = b.input ?? (b.type === "agent.session.input.message" ? b.content : undefined);
+      const input = optionalInput(raw);
+      if (!input) throw badRequest("Missing input text", "input");
+      const fromSeq = store.lastEventSeq(id);
+      const turn = sessions.startTurn(id, input);
+      if (b.stream === false) {
+        await sessions.waitForTurn(id, turn.id);
+        const done = sessions.get(id);
+        return template.sessionWithOutput(done, lastItems(done));
+      }
+      return streamTurn(req, reply, id, turn.id, fromSeq);
+    },
+
+    streamEvents: async (req: FastifyRequest<{ Params: Params }>, reply) => {
+      const id = req.params.session_id;
+      const session = sessions.get(id);
+      const cursor = parseCursor(req);
+      const active = sessions.runner.activeTurn(id);
+      if (!active) {
+        if (cursor && cursor.seq < store.lastEventSeq(id)) {
+          // A client that reconnects after the turn ended still gets what it missed.
+          const next = store.readEvents(id, cursor.seq, 1)[0];
+          if (next?.turn_id) return streamTurn(req, reply, id, next.turn_id, cursor.seq);
+        }
+        return { status: session.status, message: "No active turn" };
+      }
+      const first = store.firstEventSeqOfTurn(id, active.id) ?? store.lastEventSeq(id);
+      return streamTurn(req, reply, id, active.id, Math.max(0, first - 1));
+    },
+
+    listItems: async (req: FastifyRequest<{ Params: Params }>) => {
+      const s = sessions.get(req.params.session_id);
+      const data = [];
+      let after: string | undefined;
+      for (;;) {
+        const page = store.listItems(s.id, { order: "asc", limit: 1000, ...(after ? { after } : {}) });
+        for (const i of page.data) {
+          const o = template.itemObject(i);
+          if (o) data.push(o);
+        }
+        const last = page.data.at(-1);
+        if (!page.has_more || !last || (after !== undefined && data.length >= store.countItems(s.id))) break;
+        after = last.id;
+      }
+      return { object: "list", data };
+    },
+  };
+}

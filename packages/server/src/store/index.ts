@@ -1,0 +1,3 @@
+export { MIGRATIONS, migrate, SCHEMA_VERSION } from "./migrations.js";
+export { SqliteStore, type SqliteStoreOptions } from "./sqlite.js";
+export type * from "./types.js";

@@ -1,0 +1,135 @@
+/**
+ * Schema migrations: an ordered list of SQL steps. Step i (0-based) brings the database to `PRAGMA user_version`
+ * i + 1. Only append new steps; never edit a released one.
+ */
+import type Database from "better-sqlite3";
+
+export const MIGRATIONS: readonly string[] = [
+  // 1: initial schema
+  `
+  CREATE TABLE agents (
+    rid INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    name TEXT,
+    model TEXT NOT NULL,
+    instructions TEXT,
+    tools TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    extra TEXT NOT NULL
+  );
+  CREATE INDEX agents_created ON agents (created_at, rid);
+
+  CREATE TABLE sessions (
+    rid INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    last_active_at REAL NOT NULL,
+    status TEXT NOT NULL,
+    agent_id TEXT,
+    name TEXT,
+    model TEXT NOT NULL,
+    instructions TEXT,
+    tools TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    thread_id TEXT,
+    workspace TEXT NOT NULL,
+    usage TEXT NOT NULL,
+    error TEXT,
+    active_turn_id TEXT,
+    extra TEXT NOT NULL
+  );
+  CREATE INDEX sessions_created ON sessions (created_at, rid);
+  CREATE INDEX sessions_agent ON sessions (agent_id, created_at, rid);
+  CREATE INDEX sessions_last_active ON sessions (last_active_at);
+  CREATE INDEX sessions_status ON sessions (status);
+  CREATE INDEX sessions_active_turn ON sessions (active_turn_id) WHERE active_turn_id IS NOT NULL;
+
+  CREATE TABLE turns (
+    rid INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    id TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    started_at REAL,
+    completed_at REAL,
+    status TEXT NOT NULL,
+    input TEXT NOT NULL,
+    error TEXT,
+    usage TEXT,
+    goal TEXT,
+    UNIQUE (session_id, id)
+  );
+  CREATE INDEX turns_session_created ON turns (session_id, created_at, rid);
+
+  CREATE TABLE items (
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL,
+    turn_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    type TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (session_id, ordinal)
+  );
+  CREATE INDEX items_turn ON items (session_id, turn_id, ordinal);
+  CREATE INDEX items_id ON items (session_id, id);
+
+  CREATE TABLE events (
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    turn_id TEXT,
+    created_at REAL NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+  ) WITHOUT ROWID;
+  CREATE INDEX events_turn ON events (session_id, turn_id, seq);
+
+  CREATE TABLE goals (
+    session_id TEXT PRIMARY KEY NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    data TEXT NOT NULL,
+    updated_at REAL NOT NULL
+  );
+
+  CREATE TABLE idempotency (
+    scope TEXT NOT NULL,
+    key TEXT NOT NULL,
+    body_hash TEXT NOT NULL,
+    status INTEGER NOT NULL,
+    response TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (scope, key)
+  );
+  CREATE INDEX idempotency_created ON idempotency (created_at);
+  `,
+];
+
+/** The schema version this build expects. */
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/**
+ * Applies every pending step in one transaction (all or nothing) and returns the resulting version.
+ * Refuses a database written by a newer build.
+ */
+export function migrate(db: Database.Database): number {
+  const version = () => db.pragma("user_version", { simple: true }) as number;
+  if (version() === MIGRATIONS.length) return MIGRATIONS.length;
+  // IMMEDIATE: take the write lock first, then re-read the version (another process may have migrated meanwhile).
+  return db
+    .transaction(() => {
+      const current = version();
+      if (current > MIGRATIONS.length) {
+        throw new Error(
+          `database schema version ${current} is newer than this build supports (${MIGRATIONS.length})`,
+        );
+      }
+      for (let v = current; v < MIGRATIONS.length; v++) {
+        db.exec(MIGRATIONS[v]!);
+        db.pragma(`user_version = ${v + 1}`);
+      }
+      return MIGRATIONS.length;
+    })
+    .immediate();
+}
