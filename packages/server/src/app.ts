@@ -8,6 +8,7 @@ import type { EnginePool } from "./engine/pool.js";
 import { installAuth } from "./http/auth.js";
 import { installErrorHandling } from "./http/errors.js";
 import { healthRoutes } from "./http/health.js";
+import { openaiHandlers } from "./http/openai/index.js";
 import { registerRoutes } from "./http/routes.js";
 import { templateHandlers } from "./http/template/index.js";
 import type { Store } from "./store/types.js";
@@ -52,6 +53,6 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   installErrorHandling(app);
   installAuth(app, deps.config.token);
   healthRoutes(app, deps);
-  registerRoutes(app, { template: templateHandlers(deps), openai: {} });
+  registerRoutes(app, { template: templateHandlers(deps), openai: openaiHandlers(deps) });
   return app;
 }

@@ -190,6 +190,18 @@ export class SessionService {
     return turn;
   }
 
+  /** Adds input to the running turn; null when the session is idle. */
+  steer(sessionId: string, input: TurnInput): Promise<TurnRecord | null> {
+    this.get(sessionId);
+    return this.runner.steer(sessionId, input.items);
+  }
+
+  /** Cancels the running turn (it ends `cancelled`); null when the session is idle. */
+  cancel(sessionId: string): Promise<TurnRecord | null> {
+    this.get(sessionId);
+    return this.runner.cancel(sessionId);
+  }
+
   getTurn(sessionId: string, turnId: string): TurnRecord {
     this.get(sessionId);
     const t = this.deps.store.getTurn(sessionId, turnId);

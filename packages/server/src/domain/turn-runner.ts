@@ -22,6 +22,11 @@ interface ActiveTurn {
   stop: { status: TurnStatus; code: string; message: string } | null;
   timer: NodeJS.Timeout | null;
   done: Promise<TurnRecord>;
+  /** Position of each engine item in the turn, in start order (the official `output_index`). */
+  indexes: Map<string, number>;
+  /** Resolves with the engine turn once it started (null if the turn ended before). */
+  engineReady: Promise<Turn | null>;
+  setEngineTurn: (t: Turn | null) => void;
 }
 
 /** Runs turns on the engine and turns what the engine reports into the session's event log. */
@@ -58,7 +63,13 @@ export class TurnRunner {
       stop: null,
       timer: null,
       done,
+      indexes: new Map(),
+      engineReady: Promise.resolve(null),
+      setEngineTurn: () => {},
     };
+    active.engineReady = new Promise((r) => {
+      active.setEngineTurn = r;
+    });
     this.active.set(session.id, active);
     const timeoutMs = this.deps.config.turnTimeoutSeconds * 1000;
     active.timer = setTimeout(() => {
@@ -97,8 +108,10 @@ export class TurnRunner {
   /** Adds input to the running turn (engine steer). Returns null when nothing runs. */
   async steer(sessionId: string, items: InputItem[]): Promise<TurnRecord | null> {
     const active = this.active.get(sessionId);
-    if (!active?.engineTurn || active.stop) return null;
-    await active.engineTurn.steer(items);
+    if (!active || active.stop) return null;
+    const engineTurn = await active.engineReady;
+    if (!engineTurn || engineTurn.finished || active.stop) return null;
+    await engineTurn.steer(items);
     this.deps.hub.append({
       session_id: sessionId,
       type: EventType.TurnSteered,
@@ -153,6 +166,7 @@ export class TurnRunner {
       if (active.stop) throw new StoppedError();
       const engineTurn = await lease.thread.turn(items, { model: session.model });
       active.engineTurn = engineTurn;
+      active.setEngineTurn(engineTurn);
       if (active.stop) await engineTurn.interrupt().catch(() => {});
       for await (const event of engineTurn.stream()) this.record(active, event);
       result = await engineTurn.run();
@@ -161,16 +175,29 @@ export class TurnRunner {
       if (err instanceof TurnFailedError)
         result = (err as TurnFailedError & { result?: TurnResult }).result ?? null;
     } finally {
+      active.setEngineTurn(null);
       release?.();
       if (active.timer) clearTimeout(active.timer);
     }
     return this.finish(active, result, failure);
   }
 
+  private indexOf(active: ActiveTurn, itemId: string): number {
+    let index = active.indexes.get(itemId);
+    if (index === undefined) {
+      index = active.indexes.size;
+      active.indexes.set(itemId, index);
+    }
+    return index;
+  }
+
   private record(active: ActiveTurn, event: TurnEvent): void {
     switch (event.method) {
       case "item/started":
-        this.append(active, EventType.ItemStarted, { item: event.params.item });
+        this.append(active, EventType.ItemStarted, {
+          item: event.params.item,
+          output_index: this.indexOf(active, event.params.item.id),
+        });
         return;
       case "item/completed": {
         const item = event.params.item as ThreadItem;
@@ -182,12 +209,17 @@ export class TurnRunner {
           created_at: nowSeconds(),
           data: item as unknown as Record<string, unknown>,
         });
-        this.append(active, EventType.ItemCompleted, { item, ordinal: stored.ordinal });
+        this.append(active, EventType.ItemCompleted, {
+          item,
+          ordinal: stored.ordinal,
+          output_index: this.indexOf(active, item.id),
+        });
         return;
       }
       case "item/agentMessage/delta":
         this.append(active, EventType.ItemDelta, {
           item_id: event.params.itemId,
+          output_index: this.indexOf(active, event.params.itemId),
           kind: "agent_message",
           delta: event.params.delta,
         });
@@ -195,6 +227,7 @@ export class TurnRunner {
       case "item/reasoning/summaryTextDelta":
         this.append(active, EventType.ItemDelta, {
           item_id: event.params.itemId,
+          output_index: this.indexOf(active, event.params.itemId),
           kind: "reasoning",
           delta: event.params.delta,
         });
@@ -202,6 +235,7 @@ export class TurnRunner {
       case "item/commandExecution/outputDelta":
         this.append(active, EventType.ItemDelta, {
           item_id: event.params.itemId,
+          output_index: this.indexOf(active, event.params.itemId),
           kind: "command_output",
           delta: event.params.delta,
         });

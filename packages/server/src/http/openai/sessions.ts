@@ -1,0 +1,250 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { z } from "zod";
+import type { AppDeps } from "../../app.js";
+import { badRequest, conflict } from "../../domain/errors.js";
+import { EventType, TERMINAL_TURN_EVENTS } from "../../domain/events.js";
+import { hasContent, parseInput, type TurnInput } from "../../domain/input.js";
+import type { SessionFields } from "../../domain/sessions.js";
+import type { EventRecord, SessionRecord } from "../../store/types.js";
+import * as openai from "../../wire/openai.js";
+import { idempotent } from "../idempotency.js";
+import type { Handlers } from "../routes.js";
+import { type Cursor, type Frame, parseCursor, streamLog } from "../sse.js";
+import { ListQuery, Metadata, parse } from "../validate.js";
+import { settingsOf } from "./agents.js";
+
+const AgentOverrides = z
+  .object({
+    model: z.string().min(1).optional(),
+    instructions: z.string().nullable().optional(),
+    tools: z
+      .array(z.object({ type: z.string() }).loose())
+      .nullable()
+      .optional(),
+    name: z.string().nullable().optional(),
+    reasoning: z.object({}).loose().nullable().optional(),
+    text: z.object({}).loose().nullable().optional(),
+    service_tier: z.string().nullable().optional(),
+    multi_agent: z.object({ enabled: z.boolean() }).loose().nullable().optional(),
+    compaction: z.object({}).loose().nullable().optional(),
+    experimental: z.object({}).loose().nullable().optional(),
+  })
+  .loose();
+
+const Environment = z.object({ type: z.enum(["none", "self_hosted", "openai_hosted"]) }).loose();
+
+const SessionCreate = z.object({
+  agent_id: z.string().min(1).nullable().optional(),
+  agent: AgentOverrides.nullable().optional(),
+  environment: Environment.nullable().optional(),
+  input: z.unknown().optional(),
+  metadata: Metadata.nullable().optional(),
+  stream: z.boolean().nullable().optional(),
+  review: z.enum(["none", "auto_review"]).nullable().optional(),
+  spend_control: z.unknown().optional(),
+  vault_ids: z.array(z.string()).nullable().optional(),
+});
+
+const SessionUpdate = z.object({
+  agent: AgentOverrides.nullable().optional(),
+  metadata: Metadata.nullable().optional(),
+  review: z.enum(["none", "auto_review"]).nullable().optional(),
+  spend_control: z.unknown().optional(),
+});
+
+const InputEvent = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("agent.session.input.message"), input: z.unknown() }).loose(),
+  z.object({ type: z.literal("agent.session.input.cancel") }).loose(),
+  z
+    .object({ type: z.literal("agent.session.input.tool_result"), turn_id: z.string(), call_id: z.string() })
+    .loose(),
+  z.object({ type: z.literal("agent.session.input.computer_use_approval_request_result") }).loose(),
+]);
+const EventsBody = z.object({ events: z.array(InputEvent).min(1).max(100) });
+
+type Params = { session_id: string };
+
+/** Official input: a string or messages; it must contain something. */
+export function officialInput(raw: unknown, where = "input"): TurnInput {
+  const input = parseInput(raw, where);
+  if (!hasContent(input))
+    throw badRequest(`'${where}' must contain at least one non-empty input_text or input_image`, where);
+  return input;
+}
+
+function metadataFilter(query: Record<string, unknown>): Record<string, string> | undefined {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(query)) {
+    const m = /^metadata\[(.+)\]$/.exec(k);
+    if (m?.[1] && typeof v === "string") out[m[1]] = v;
+  }
+  const nested = query.metadata;
+  if (nested && typeof nested === "object") {
+    for (const [k, v] of Object.entries(nested)) if (typeof v === "string") out[k] = v;
+  }
+  return Object.keys(out).length ? out : undefined;
+}
+
+export function openaiSessionHandlers(deps: AppDeps): Handlers {
+  const { sessions, hub, store } = deps;
+
+  const render =
+    (s: SessionRecord) =>
+    (e: EventRecord): Frame[] =>
+      openai.renderEvent(e, s.agent_id).map((data) => ({ event: data.type as string, data }));
+
+  /** The session-level stream: replays from the cursor (or the running turn's start), then tails live. */
+  const sessionStream = (
+    req: FastifyRequest,
+    reply: FastifyReply,
+    s: SessionRecord,
+    opts: { from?: Cursor; until?: (e: EventRecord) => boolean } = {},
+  ) => {
+    const cursor = opts.from ?? parseCursor(req);
+    let from: Cursor;
+    const prelude: Frame[] = [];
+    if (cursor) from = cursor;
+    else if (s.active_turn_id) {
+      const first = store.firstEventSeqOfTurn(s.id, s.active_turn_id) ?? store.lastEventSeq(s.id) + 1;
+      from = { seq: first - 1, frame: Number.POSITIVE_INFINITY };
+    } else {
+      const seq = store.lastEventSeq(s.id);
+      from = { seq, frame: Number.POSITIVE_INFINITY };
+      const data = {
+        type: `agent.session.${s.status}`,
+        event_id: `evt_${s.id.slice(5)}_${seq}_state`,
+        session: openai.sessionObject(s),
+      };
+      prelude.push({ event: data.type, data });
+    }
+    return streamLog(reply, {
+      hub,
+      sessionId: s.id,
+      from,
+      render: render(s),
+      prelude,
+      done: true,
+      ...(opts.until ? { until: opts.until } : {}),
+    });
+  };
+
+  /** Ends after the session status event that follows the turn's terminal event. */
+  const untilSettled = (turnId: string) => {
+    let ended = false;
+    return (e: EventRecord) => {
+      if (e.turn_id === turnId && TERMINAL_TURN_EVENTS.has(e.type)) ended = true;
+      return ended && e.type === EventType.SessionStatus;
+    };
+  };
+
+  return {
+    createSession: async (req, reply) => {
+      const b = parse(SessionCreate, req.body);
+      const a = b.agent ?? {};
+      const fields: SessionFields = {
+        ...(b.agent_id ? { agent_id: b.agent_id } : {}),
+        ...(a.model ? { model: a.model } : {}),
+        ...(a.instructions !== undefined ? { instructions: a.instructions } : {}),
+        ...(a.tools ? { tools: a.tools } : {}),
+        ...(a.name !== undefined ? { name: a.name } : {}),
+        metadata: b.metadata ?? {},
+        extra: { ...settingsOf(a), ...(b.review ? { review: b.review } : {}) },
+      };
+      const input = b.input === undefined || b.input === null ? null : officialInput(b.input);
+      if (b.stream && !input) throw badRequest("'input' is required when 'stream' is true", "input");
+      const session = sessions.create(fields, { startingTurn: input !== null });
+      const turn = input ? sessions.startTurn(session.id, input) : null;
+      if (b.stream && turn) {
+        return sessionStream(req, reply, session, {
+          from: { seq: 0, frame: Number.POSITIVE_INFINITY },
+          until: untilSettled(turn.id),
+        });
+      }
+      return openai.sessionObject(sessions.get(session.id));
+    },
+
+    listSessions: async (req) => {
+      const query = (req.query ?? {}) as Record<string, unknown>;
+      const q = parse(ListQuery.extend({ agent_id: z.string().optional() }).loose(), query, "query");
+      const metadata = metadataFilter(query);
+      const p = sessions.list({
+        ...(q.limit ? { limit: q.limit } : {}),
+        ...(q.after ? { after: q.after } : {}),
+        ...(q.order ? { order: q.order } : {}),
+        ...(q.agent_id ? { agent_id: q.agent_id } : {}),
+        ...(metadata ? { metadata } : {}),
+      });
+      return openai.page({ data: p.data.map(openai.sessionObject), has_more: p.has_more });
+    },
+
+    getSession: async (req: FastifyRequest<{ Params: Params }>) =>
+      openai.sessionObject(sessions.get(req.params.session_id)),
+
+    updateSession: async (req: FastifyRequest<{ Params: Params }>) => {
+      const b = parse(SessionUpdate, req.body);
+      const a = b.agent ?? {};
+      return openai.sessionObject(
+        sessions.update(req.params.session_id, {
+          ...(a.model ? { model: a.model } : {}),
+          ...(a.instructions !== undefined ? { instructions: a.instructions } : {}),
+          ...(a.tools !== undefined ? { tools: a.tools ?? [] } : {}),
+          ...(b.metadata !== undefined ? { metadata: b.metadata ?? {} } : {}),
+          extra: { ...settingsOf(a), ...(b.review ? { review: b.review } : {}) },
+        }),
+      );
+    },
+
+    deleteSession: async (req: FastifyRequest<{ Params: Params }>) => {
+      const s = sessions.get(req.params.session_id);
+      if (s.active_turn_id) {
+        throw conflict(
+          "The session has a running turn: cancel it first (agent.session.input.cancel)",
+          "session_busy",
+        );
+      }
+      await sessions.delete(s.id);
+      return { id: s.id, object: "agent.session.deleted", deleted: true };
+    },
+
+    postEvents: async (req: FastifyRequest<{ Params: Params }>, reply) => {
+      const s = sessions.get(req.params.session_id);
+      const b = parse(EventsBody, req.body);
+      return idempotent(store, s.id, req, reply, async () => {
+        for (const [i, ev] of b.events.entries()) {
+          switch (ev.type) {
+            case "agent.session.input.message": {
+              const input = officialInput(ev.input, `events[${i}].input`);
+              // A message to an idle session starts a turn; during a turn it steers that turn.
+              const running = sessions.runner.activeTurn(s.id);
+              const steered = running ? await sessions.steer(s.id, input) : null;
+              if (!steered) {
+                // The running turn was already ending: the message starts the next turn once it has.
+                if (running) await sessions.waitForTurn(s.id, running.id);
+                sessions.startTurn(s.id, input);
+              }
+              break;
+            }
+            case "agent.session.input.cancel":
+              await sessions.cancel(s.id);
+              break;
+            case "agent.session.input.tool_result":
+              throw badRequest(
+                `Unknown pending tool call: ${ev.call_id}`,
+                `events[${i}].call_id`,
+                "invalid_request_error",
+              );
+            default:
+              throw badRequest(
+                `events[${i}]: ${ev.type} is not supported by this server`,
+                `events[${i}].type`,
+              );
+          }
+        }
+        return { status: 202, body: undefined };
+      });
+    },
+
+    streamEvents: async (req: FastifyRequest<{ Params: Params }>, reply) =>
+      sessionStream(req, reply, sessions.get(req.params.session_id)),
+  };
+}

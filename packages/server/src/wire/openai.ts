@@ -1,0 +1,329 @@
+/**
+ * The official OpenAI Agents API wire format (requests with `OpenAI-Beta: agents=v1`), as the `openai` npm SDK
+ * 7.55.0 reads it: `agent.session` objects, cursor pages, `agent.session.turn.*` events with `event_id`.
+ */
+import { EventType } from "../domain/events.js";
+import type {
+  AgentRecord,
+  EventRecord,
+  ItemRecord,
+  Page,
+  SessionRecord,
+  TurnRecord,
+  TurnStatus,
+  Usage,
+} from "../store/types.js";
+
+const secs = (t: number | null) => (t === null ? null : Math.floor(t));
+
+type Extra = Record<string, unknown>;
+
+function agentSettings(extra: Extra) {
+  return {
+    multi_agent: (extra.multi_agent as object) ?? { enabled: false, max_concurrent_subagents: null },
+    reasoning: (extra.reasoning as object) ?? { effort: null, summary: null },
+    service_tier: (extra.service_tier as string) ?? "auto",
+    text: (extra.text as object) ?? { format: { type: "text" }, verbosity: "medium" },
+  };
+}
+
+export function agentObject(a: AgentRecord) {
+  return {
+    id: a.id,
+    object: "agent",
+    created_at: secs(a.created_at),
+    updated_at: secs(a.updated_at),
+    name: a.name,
+    instructions: a.instructions,
+    metadata: a.metadata,
+    model: a.model,
+    tools: a.tools,
+    ...agentSettings(a.extra),
+  };
+}
+
+export function usageObject(u: Usage | null) {
+  if (!u) return null;
+  return {
+    input_tokens: u.input_tokens,
+    input_tokens_details: { cached_tokens: u.cached_input_tokens },
+    output_tokens: u.output_tokens,
+    output_tokens_details: { reasoning_tokens: u.reasoning_output_tokens },
+    total_tokens: u.total_tokens,
+  };
+}
+
+export function sessionObject(s: SessionRecord) {
+  return {
+    id: s.id,
+    object: "agent.session",
+    agent: {
+      id: s.agent_id,
+      name: s.name,
+      instructions: s.instructions,
+      model: s.model,
+      tools: s.tools,
+      ...agentSettings(s.extra),
+    },
+    created_at: secs(s.created_at),
+    last_active_at: secs(s.last_active_at),
+    environment: {
+      type: "self_hosted",
+      id: "env_local",
+      capability_directories: [],
+      remote_url: "",
+      workspace_directory: s.workspace,
+    },
+    error: s.error,
+    metadata: s.metadata,
+    required_actions: [],
+    status: s.status,
+    usage: usageObject(s.usage),
+    vault_ids: [],
+  };
+}
+
+const OFFICIAL_TURN_STATUS: Record<TurnStatus, string> = {
+  queued: "queued",
+  in_progress: "in_progress",
+  completed: "completed",
+  failed: "failed",
+  cancelled: "cancelled",
+  interrupted: "cancelled",
+};
+
+export function turnObject(t: TurnRecord, agentId: string | null) {
+  return {
+    id: t.id,
+    object: "agent.session.turn",
+    session_id: t.session_id,
+    agent_id: agentId,
+    subagent_id: null,
+    status: OFFICIAL_TURN_STATUS[t.status],
+    created_at: secs(t.created_at),
+    started_at: secs(t.started_at),
+    completed_at: secs(t.completed_at),
+    error: t.error,
+    usage: usageObject(t.usage),
+    ...(t.goal ? { goal: t.goal } : {}),
+  };
+}
+
+function snake(s: string): string {
+  return s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+}
+
+const FN_STATUS: Record<string, string> = {
+  inProgress: "in_progress",
+  completed: "completed",
+  failed: "failed",
+};
+const fnStatus = (s: unknown, done: boolean) => FN_STATUS[String(s)] ?? (done ? "completed" : "in_progress");
+
+/** An engine ThreadItem as an official AgentSessionItem (null for items with no official counterpart). */
+export function toOfficialItem(
+  raw: Record<string, unknown>,
+  turnId: string,
+  done: boolean,
+): Record<string, unknown> | null {
+  const id = raw.id as string;
+  const base = { id, turn_id: turnId };
+  switch (raw.type) {
+    case "userMessage": {
+      const content = (raw.content as Array<Record<string, unknown>>).flatMap(
+        (c): Array<Record<string, unknown>> =>
+          c.type === "text"
+            ? [{ type: "input_text", text: c.text }]
+            : c.type === "image"
+              ? [{ type: "input_image", image_url: c.url }]
+              : [],
+      );
+      return { ...base, type: "message", role: "user", content, phase: null, status: "completed" };
+    }
+    case "agentMessage":
+      return {
+        ...base,
+        type: "message",
+        role: "assistant",
+        content: done || raw.text ? [{ type: "output_text", text: raw.text ?? "" }] : [],
+        phase: (raw.phase as string | null) ?? "final_answer",
+        status: done ? "completed" : "in_progress",
+      };
+    case "reasoning":
+      return {
+        ...base,
+        type: "reasoning",
+        summary: ((raw.summary as string[]) ?? []).map((text) => ({ type: "summary_text", text })),
+        status: done ? "completed" : "in_progress",
+      };
+    case "commandExecution":
+      return {
+        ...base,
+        type: "command_execution",
+        command: raw.command,
+        cwd: (raw.cwd as string) ?? null,
+        output: (raw.aggregatedOutput as string) ?? null,
+        exit_code: (raw.exitCode as number) ?? null,
+        duration_ms: (raw.durationMs as number) ?? null,
+        status: fnStatus(raw.status, done),
+      };
+    case "fileChange":
+      return {
+        ...base,
+        type: "function_call",
+        call_id: id,
+        name: "apply_patch",
+        arguments: JSON.stringify({ changes: raw.changes ?? [] }),
+        status: fnStatus(raw.status, done),
+      };
+    case "mcpToolCall":
+      return {
+        ...base,
+        type: "mcp_call",
+        server_label: raw.server,
+        name: raw.tool,
+        arguments: raw.arguments ?? null,
+        output: raw.result ?? null,
+        error: raw.error ?? null,
+        status: fnStatus(raw.status, done),
+      };
+    case "dynamicToolCall":
+      return {
+        ...base,
+        type: "function_call",
+        call_id: id,
+        name: raw.tool,
+        arguments: JSON.stringify(raw.arguments ?? {}),
+        status: fnStatus(raw.status, done),
+      };
+    case "webSearch":
+      return {
+        ...base,
+        type: "web_search_call",
+        action: { type: "search", query: raw.query ?? null, queries: null },
+        status: done ? "completed" : "in_progress",
+      };
+    default:
+      return null;
+  }
+}
+
+export function itemObject(i: ItemRecord): Record<string, unknown> | null {
+  return toOfficialItem(i.data, i.turn_id, true);
+}
+
+export function page<T extends { id: string | null }>(p: Page<T>) {
+  return {
+    object: "list",
+    data: p.data,
+    first_id: p.data[0]?.id ?? null,
+    last_id: p.data.at(-1)?.id ?? null,
+    has_more: p.has_more,
+  };
+}
+
+export function errorEvent(sessionId: string, message: string, code: string | null) {
+  return {
+    type: "error",
+    session_id: sessionId,
+    error: { code, message, param: null, type: "server_error" },
+  };
+}
+
+/**
+ * Renders one log event as official stream events (some log events give two, e.g. turn created + in progress).
+ * `agentId` is the session's agent (turn objects carry it).
+ */
+export function renderEvent(e: EventRecord, agentId: string | null): Array<Record<string, unknown>> {
+  const session_id = e.session_id;
+  const turn_id = e.turn_id;
+  const d = e.data as Record<string, unknown>;
+  const ev = (type: string, body: Record<string, unknown>, k = 0) => ({
+    type,
+    event_id: `evt_${session_id.slice(5)}_${e.seq}_${k}`,
+    ...body,
+  });
+  switch (e.type) {
+    case EventType.SessionCreated:
+      return [ev("agent.session.created", { session: sessionObject(d.session as SessionRecord) })];
+    case EventType.SessionStatus: {
+      const s = d.session as SessionRecord;
+      return [ev(`agent.session.${s.status}`, { session: sessionObject(s) })];
+    }
+    case EventType.TurnStarted: {
+      const turn = turnObject(d.turn as TurnRecord, agentId);
+      return [
+        ev("agent.session.turn.created", { session_id, turn_id, turn: { ...turn, status: "queued" } }, 0),
+        ev("agent.session.turn.in_progress", { session_id, turn_id, turn }, 1),
+      ];
+    }
+    case EventType.ItemStarted:
+    case EventType.ItemCompleted: {
+      const raw = d.item as Record<string, unknown>;
+      const output_index = (d.output_index as number) ?? 0;
+      if (raw.type === "userMessage") {
+        if (e.type === EventType.ItemCompleted) return [];
+        const item = toOfficialItem(raw, turn_id!, true);
+        return item
+          ? [ev("agent.session.turn.item.added", { session_id, turn_id, item, output_index: null })]
+          : [];
+      }
+      const done = e.type === EventType.ItemCompleted;
+      const item = toOfficialItem(raw, turn_id!, done);
+      if (!item) return [];
+      const type = done ? "agent.session.turn.item.done" : "agent.session.turn.item.added";
+      return [ev(type, { session_id, turn_id, item, output_index })];
+    }
+    case EventType.ItemDelta: {
+      const output_index = (d.output_index as number) ?? 0;
+      if (d.kind === "agent_message") {
+        return [
+          ev("agent.session.turn.output_text.delta", {
+            session_id,
+            turn_id,
+            item_id: d.item_id,
+            output_index,
+            content_index: 0,
+            delta: d.delta,
+          }),
+        ];
+      }
+      if (d.kind === "command_output") {
+        return [
+          ev("agent.output.command_execution_output.delta", {
+            session_id,
+            turn_id,
+            item_id: d.item_id,
+            output_index,
+            delta: d.delta,
+          }),
+        ];
+      }
+      if (d.kind === "reasoning") {
+        return [
+          ev("agent.session.turn.reasoning_summary_text.delta", {
+            session_id,
+            turn_id,
+            item_id: d.item_id,
+            output_index,
+            summary_index: 0,
+            delta: d.delta,
+          }),
+        ];
+      }
+      return [];
+    }
+    case EventType.TurnCompleted:
+    case EventType.TurnFailed:
+    case EventType.TurnCancelled: {
+      const t = d.turn as TurnRecord;
+      const turn = turnObject(t, agentId);
+      const type = `agent.session.turn.${turn.status === "completed" ? "completed" : turn.status === "failed" ? "failed" : "cancelled"}`;
+      return [ev(type, { session_id, turn_id, turn, usage: usageObject(t.usage) })];
+    }
+    case EventType.GoalUpdated:
+      return [ev("agent.session.goal.updated", { session_id, turn_id, goal: d.goal })];
+    default:
+      return [];
+  }
+}
