@@ -109,10 +109,6 @@ export function turnObject(t: TurnRecord, agentId: string | null) {
   };
 }
 
-function snake(s: string): string {
-  return s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-}
-
 const FN_STATUS: Record<string, string> = {
   inProgress: "in_progress",
   completed: "completed",
