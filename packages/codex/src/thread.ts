@@ -106,6 +106,47 @@ export class Thread {
     return new Turn(op);
   }
 
+  /**
+   * Resumes the thread's paused goal: sets it `active` and follows the engine turn the engine starts for it (and
+   * its continuations) as one logical turn. Rejects if no goal exists or no turn starts within `startTimeoutMs`.
+   */
+  async resumeGoal(opts: { tokenBudget?: number; startTimeoutMs?: number } = {}): Promise<Turn> {
+    if (this.busy) throw new InvalidRequestError(`thread ${this.id} already has an active turn`);
+    const op = new TurnOperation(this.hostFor(), true, this.usageTotal);
+    this.active = op;
+    this.host.route(this.id, op);
+    const bound = op.bindOnFirstStart();
+    try {
+      const set = await this.host.request<{ goal: ThreadGoal }>("thread/goal/set", {
+        threadId: this.id,
+        status: "active",
+        ...(opts.tokenBudget !== undefined ? { tokenBudget: opts.tokenBudget } : {}),
+      });
+      if (set.goal.status !== "active") {
+        throw new InvalidRequestError(`goal cannot be resumed from status ${set.goal.status}`);
+      }
+      op.armGoal(set.goal.status);
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new InvalidRequestError("timed out waiting for the goal turn to start")),
+          opts.startTimeoutMs ?? 15_000,
+        );
+      });
+      try {
+        await Promise.race([bound, timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
+    } catch (err) {
+      this.host.unroute(this.id, op);
+      this.active = null;
+      await this.pauseGoalQuietly();
+      throw err;
+    }
+    return new Turn(op);
+  }
+
   /** `turn(input, opts)` then `run()`. */
   async run(input: Input, opts: TurnOptions = {}): Promise<TurnResult> {
     return (await this.turn(input, opts)).run();

@@ -1,4 +1,5 @@
 import { CodexError, InvalidRequestError, TransportClosedError, TurnFailedError } from "./errors.js";
+import type { ThreadGoal } from "./generated/v2/ThreadGoal.js";
 import type { ThreadGoalStatus } from "./generated/v2/ThreadGoalStatus.js";
 import type { ThreadTokenUsage } from "./generated/v2/ThreadTokenUsage.js";
 import { normalizeInput, toProtocolInput } from "./input.js";
@@ -119,9 +120,28 @@ export class TurnOperation {
     for (const n of this.buffer.splice(0)) this.process(n);
   }
 
+  /** Resumed goals: the first engine turn that starts becomes the logical turn. */
+  bindOnFirstStart(): Promise<string> {
+    this.bindOnStart = true;
+    return new Promise((resolve, reject) => {
+      this.onBound = resolve;
+      this.result.catch(reject);
+    });
+  }
+
+  private bindOnStart = false;
+  private onBound: ((id: string) => void) | null = null;
+
   onNotification(n: Notification): void {
     if (this.finishedFlag) return;
     if (this.goal && !this.goalArmed && n.method.startsWith("thread/goal/")) return;
+    if (this.logicalId === null && this.bindOnStart && n.method === "turn/started") {
+      const id = (n.params.turn as { id: string }).id;
+      this.buffer.push(n);
+      this.bind(id);
+      this.onBound?.(id);
+      return;
+    }
     if (this.logicalId === null) this.buffer.push(n);
     else this.process(n);
   }
@@ -178,6 +198,17 @@ export class TurnOperation {
         this.engineTurns++;
         this.wakePhysicalWaiters();
         if (this.userInterrupted) void this.interruptEngineTurn(turn.id).catch(() => {});
+        if (this.goal) {
+          this.queue.push({
+            method: "client/goal/engineTurnStarted",
+            params: {
+              threadId: this.host.threadId,
+              turnId: this.logicalId!,
+              engineTurnId: turn.id,
+              index: this.engineTurns - 1,
+            },
+          });
+        }
         if (this.firstStarted) return;
         this.firstStarted = turn;
         break;
@@ -191,8 +222,12 @@ export class TurnOperation {
         return;
       }
       case "thread/goal/updated": {
-        const goal = n.params.goal as { status: ThreadGoalStatus };
+        const goal = n.params.goal as ThreadGoal;
         this.goalStatus = goal.status;
+        this.queue.push({
+          method: "client/goal/updated",
+          params: { threadId: this.host.threadId, turnId: this.logicalId!, goal },
+        });
         this.maybeFinishGoal();
         return;
       }

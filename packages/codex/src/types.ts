@@ -1,6 +1,7 @@
 import type { ServerNotification } from "./generated/ServerNotification.js";
 import type { AskForApproval } from "./generated/v2/AskForApproval.js";
 import type { SandboxMode } from "./generated/v2/SandboxMode.js";
+import type { ThreadGoal } from "./generated/v2/ThreadGoal.js";
 import type { ThreadItem } from "./generated/v2/ThreadItem.js";
 import type { TokenUsageBreakdown } from "./generated/v2/TokenUsageBreakdown.js";
 import type { Turn as ProtocolTurn } from "./generated/v2/Turn.js";
@@ -48,8 +49,24 @@ export interface ServerRequestAnsweredEvent {
   };
 }
 
+/** Goal turns only: an engine turn of the logical turn started (index 0 = the first, then continuations). */
+export interface GoalEngineTurnStartedEvent {
+  method: "client/goal/engineTurnStarted";
+  params: { threadId: string; turnId: string; engineTurnId: string; index: number };
+}
+
+/** Goal turns only: the engine updated the goal (status, tokens used, time used). */
+export interface GoalUpdatedEvent {
+  method: "client/goal/updated";
+  params: { threadId: string; turnId: string; goal: ThreadGoal };
+}
+
 /** What a turn stream yields: engine notifications (turn ids re-addressed to the logical turn) + our own. */
-export type TurnEvent = ServerNotification | ServerRequestAnsweredEvent;
+export type TurnEvent =
+  | ServerNotification
+  | ServerRequestAnsweredEvent
+  | GoalEngineTurnStartedEvent
+  | GoalUpdatedEvent;
 
 export interface GoalOptions {
   /** Engine-side token budget for the goal (positive). */

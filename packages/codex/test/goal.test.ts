@@ -433,3 +433,52 @@ describe("goal mode (seed scenarios)", () => {
     }
   });
 });
+
+describe("goal mode (beyond the seed)", () => {
+  it("reports each engine turn and each goal update in the stream", async () => {
+    f = await fixture();
+    f.mock.enqueue(completedGoal("obs", "first", "done"));
+    const turn = await (await f.codex.startThread()).turn("Observe the goal", {
+      goal: { tokenBudget: 1000 },
+    });
+    const events: TurnEvent[] = [];
+    for await (const e of turn.stream()) events.push(e);
+    const starts = events.flatMap((e) => (e.method === "client/goal/engineTurnStarted" ? [e.params] : []));
+    const updates = events.flatMap((e) => (e.method === "client/goal/updated" ? [e.params.goal] : []));
+    expect(starts.map((s) => s.index)).toEqual([0, 1]);
+    expect(new Set(starts.map((s) => s.turnId))).toEqual(new Set([turn.id]));
+    expect(starts[0]!.engineTurnId).toBe(turn.id);
+    expect(starts[1]!.engineTurnId).not.toBe(turn.id);
+    expect(updates.at(-1)).toMatchObject({
+      status: "complete",
+      tokenBudget: 1000,
+      objective: "Observe the goal",
+    });
+    expect(updates.at(-1)!.tokensUsed).toBeGreaterThan(0);
+  });
+
+  it("resumes a paused goal as one logical turn on the same thread", async () => {
+    f = await fixture();
+    const gate = new Gate();
+    f.mock.enqueue(interruptibleGoal("resume", "Started.", ["half ", "way"], "unused", gate));
+    const thread = await f.codex.startThread();
+    const first = await thread.turn("Finish the resumable work", { goal: true });
+    await f.mock.waitForRequests(2);
+    await first.interrupt();
+    expect((await first.run()).status).toBe("interrupted");
+    gate.release();
+    f.mock.reset();
+    f.mock.enqueue([scripts.updateGoal("complete"), scripts.assistantMessage("Resumed and finished.")]);
+    const resumed = await thread.resumeGoal();
+    const result = await resumed.run();
+    const requests = await f.mock.waitForRequests(2);
+    expect(result.id).toBe(resumed.id);
+    expect([result.status, result.finalResponse]).toEqual(["completed", "Resumed and finished."]);
+    expect(requests[0]!.threadId).toBe(thread.id);
+    expect(requests[0]!.goalObjective()).toBe("Finish the resumable work");
+    expect((await thread.getGoal())?.status).toBe("complete");
+    expect(await thread.clearGoal()).toBe(true);
+    await expect(thread.resumeGoal()).rejects.toThrow(/no goal exists/);
+    expect(f.codex.activeRoutes).toBe(0);
+  });
+});
