@@ -7,6 +7,7 @@ import type { SessionService } from "./domain/sessions.js";
 import type { EnginePool } from "./engine/pool.js";
 import { installAuth } from "./http/auth.js";
 import { installErrorHandling } from "./http/errors.js";
+import { goalHandlers } from "./http/goals.js";
 import { healthRoutes } from "./http/health.js";
 import { openaiHandlers } from "./http/openai/index.js";
 import { registerRoutes } from "./http/routes.js";
@@ -53,6 +54,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   installErrorHandling(app);
   installAuth(app, deps.config.token);
   healthRoutes(app, deps);
-  registerRoutes(app, { template: templateHandlers(deps), openai: openaiHandlers(deps) });
+  registerRoutes(app, {
+    template: { ...templateHandlers(deps), ...goalHandlers(deps) },
+    openai: openaiHandlers(deps),
+  });
   return app;
 }

@@ -22,6 +22,16 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const logger = createLogger(config.logLevel);
+  // Signals are caught from here on: one that arrives while the service starts stops it once it is up (instead
+  // of killing the process with the engines half-started).
+  let received: NodeJS.Signals | null = null;
+  let onSignal: ((signal: NodeJS.Signals) => void) | null = null;
+  const catchSignal = (signal: NodeJS.Signals) => {
+    if (onSignal) onSignal(signal);
+    else received ??= signal;
+  };
+  process.once("SIGTERM", catchSignal);
+  process.once("SIGINT", catchSignal);
   const service = await startService(config, logger);
   logger.info(
     {
@@ -37,19 +47,22 @@ async function main(argv: string[]): Promise<number> {
   if (config.provider.kind !== "mock" && !config.provider.apiKey) {
     logger.warn("OPENAI_API_KEY is not set: turns will fail until it is (or start with --mock-model)");
   }
-  await new Promise<void>((resolve) => {
-    const shutdown = (signal: string) => {
+  const code = await new Promise<number>((resolve) => {
+    const shutdown = (signal: NodeJS.Signals) => {
       logger.info({ signal }, "shutting down");
-      service.stop().then(resolve, (err: unknown) => {
-        logger.error({ err: String(err) }, "shutdown failed");
-        resolve();
-      });
+      service.stop().then(
+        () => resolve(0),
+        (err: unknown) => {
+          logger.error({ err: String(err) }, "shutdown failed");
+          resolve(1);
+        },
+      );
     };
-    process.once("SIGTERM", () => shutdown("SIGTERM"));
-    process.once("SIGINT", () => shutdown("SIGINT"));
+    if (received) shutdown(received);
+    else onSignal = shutdown;
   });
   logger.info("stopped");
-  return 0;
+  return code;
 }
 
 main(process.argv.slice(2)).then(

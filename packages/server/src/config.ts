@@ -1,3 +1,4 @@
+import { isIPv4 } from "node:net";
 import { isAbsolute, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type { SandboxMode } from "@codex-agent-api/codex";
@@ -69,18 +70,30 @@ export function usage(): string {
   return USAGE;
 }
 
-function int(name: string, raw: string | undefined, fallback: number, min = 0): number {
+function int(
+  name: string,
+  raw: string | undefined,
+  fallback: number,
+  min = 0,
+  max = Number.MAX_SAFE_INTEGER,
+): number {
   if (raw === undefined || raw === "") return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < min)
-    throw new ConfigError(`${name} must be an integer >= ${min}, got "${raw}"`);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `between ${min} and ${max}`;
+    throw new ConfigError(`${name} must be an integer ${range}, got "${raw}"`);
+  }
   return n;
 }
 
-const LOOPBACK = new Set(["127.0.0.1", "::1", "localhost"]);
+const LOOPBACK = new Set(["localhost", "::1", "0:0:0:0:0:0:0:1"]);
 
+/** Loopback addresses only: 127.0.0.0/8 (also IPv4-mapped), ::1, localhost. A host NAME like "127.x.com" is not. */
 export function isLoopback(host: string): boolean {
-  return LOOPBACK.has(host) || host.startsWith("127.");
+  const h = host.toLowerCase();
+  if (LOOPBACK.has(h)) return true;
+  const v4 = h.startsWith("::ffff:") ? h.slice(7) : h;
+  return isIPv4(v4) && v4.startsWith("127.");
 }
 
 export function loadConfig(
@@ -123,7 +136,8 @@ export function loadConfig(
     );
   }
   const host = values.host ?? env.HOST ?? "127.0.0.1";
-  const token = values.token ?? (env.AGENT_API_TOKEN || env.EBX_SERVER_TOKEN || null);
+  // An empty value means "not set" everywhere: `--token ""` must not silently disable a token set in the env.
+  const token = values.token || env.AGENT_API_TOKEN || env.EBX_SERVER_TOKEN || null;
   const insecureNoAuth = values["insecure-no-auth"] ?? false;
   if (!isLoopback(host) && !token && !insecureNoAuth) {
     throw new ConfigError(
@@ -132,7 +146,7 @@ export function loadConfig(
   }
   return {
     host,
-    port: int("--port", values.port ?? env.PORT, 9000),
+    port: int("--port", values.port ?? env.PORT, 9000, 0, 65535),
     dataDir,
     workspaceRoot: abs(values.workspace ?? env.WORKSPACE ?? `${dataDir}/workspace`),
     model: values.model ?? env.CODEX_MODEL ?? (mock ? "mock-model" : "gpt-5-codex"),

@@ -1,12 +1,14 @@
 import { mkdirSync } from "node:fs";
+import { goalObjective } from "@codex-agent-api/codex";
 import type { Logger } from "pino";
 import type { Config } from "../config.js";
 import type { EnginePool } from "../engine/pool.js";
 import type { ListOptions, Page, SessionRecord, Store, TurnRecord, Usage } from "../store/types.js";
 import type { EventHub } from "../stream/hub.js";
 import type { AgentService } from "./agents.js";
-import { capacity, conflict, notFound } from "./errors.js";
+import { badRequest, capacity, conflict, notFound } from "./errors.js";
 import { EventType } from "./events.js";
+import { type Goal, GoalBook, type GoalCaps } from "./goals.js";
 import { newId, nowSeconds } from "./ids.js";
 import type { TurnInput } from "./input.js";
 import { TurnRunner } from "./turn-runner.js";
@@ -49,12 +51,21 @@ export interface SessionDeps {
   logger: Logger;
 }
 
+/** How a turn runs a goal. */
+export interface GoalRequest {
+  mode: "input" | "objective" | "resume";
+  caps: GoalCaps;
+  objective?: string;
+}
+
 /** Sessions and their turns: the state machine every dialect drives. */
 export class SessionService {
   readonly runner: TurnRunner;
+  readonly goals: GoalBook;
   private ttlTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly deps: SessionDeps) {
+    this.goals = new GoalBook(deps.store, deps.hub, deps.config.goals);
     this.runner = new TurnRunner(deps, this);
   }
 
@@ -143,17 +154,18 @@ export class SessionService {
       throw conflict("Session has an active turn");
   }
 
-  /** Starts a turn now; it runs in the background. 409 when one is running. */
-  startTurn(
-    sessionId: string,
-    input: TurnInput,
-    opts: { goal?: Record<string, unknown> | null } = {},
-  ): TurnRecord {
+  /**
+   * Starts a turn now; it runs in the background. 409 when one is running. With `goal`, the turn runs a goal:
+   * from the input (`input`), from an objective alone (`objective`), or resuming the session's paused goal.
+   */
+  startTurn(sessionId: string, input: TurnInput, opts: { goal?: GoalRequest | null } = {}): TurnRecord {
     const session = this.get(sessionId);
     this.assertIdle(session);
     const now = nowSeconds();
+    const turnId = newId("turn_");
+    const goal = opts.goal ? this.prepareGoal(sessionId, input, opts.goal, turnId) : null;
     const turn: TurnRecord = {
-      id: newId("turn_"),
+      id: turnId,
       session_id: sessionId,
       created_at: now,
       started_at: now,
@@ -162,7 +174,7 @@ export class SessionService {
       input: input.items,
       error: null,
       usage: null,
-      goal: opts.goal ?? null,
+      goal: goal ? { mode: opts.goal!.mode, objective: goal.objective } : null,
     };
     const next: SessionRecord = {
       ...session,
@@ -186,8 +198,43 @@ export class SessionService {
         });
       }
     });
-    this.runner.launch(next, turn, input);
+    this.runner.launch(next, turn, input, opts.goal ? { ...opts.goal, objective: goal!.objective } : null);
     return turn;
+  }
+
+  /** Validates and records the goal a turn is about to run (the goal record exists before the turn starts). */
+  private prepareGoal(sessionId: string, input: TurnInput, req: GoalRequest, turnId: string): Goal {
+    if (req.mode === "resume") {
+      const existing = this.goals.get(sessionId);
+      if (!existing) throw notFound("Session has no goal to resume", "goal");
+      if (existing.status === "complete" && !req.objective) throw conflict("The goal is already complete");
+      const caps = this.goals.resolveCaps(req.caps, existing);
+      const reached =
+        existing.turns_used >= caps.max_turns
+          ? "max_turns"
+          : existing.tokens_used >= caps.token_budget
+            ? "token_budget"
+            : existing.time_used_seconds >= caps.max_duration_seconds
+              ? "max_duration_seconds"
+              : null;
+      if (reached) throw conflict(`The goal has used its ${reached}: raise it to resume`, "goal_cap_reached");
+      return this.goals.update(sessionId, {
+        ...caps,
+        status: "active",
+        status_reason: "resumed",
+        turn_id: turnId,
+      })!;
+    }
+    let objective = req.objective ?? "";
+    if (req.mode === "input") {
+      try {
+        objective = goalObjective(input.items);
+      } catch (err) {
+        throw badRequest((err as Error).message, "input");
+      }
+    }
+    if (!objective.trim()) throw badRequest("goal objective must not be empty", "objective");
+    return this.goals.create(sessionId, objective.trim(), req.caps, "active", turnId);
   }
 
   /** Adds input to the running turn; null when the session is idle. */

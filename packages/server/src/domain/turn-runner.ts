@@ -1,5 +1,6 @@
 import {
   type InputItem,
+  type Thread,
   type ThreadItem,
   TransportClosedError,
   type Turn,
@@ -10,9 +11,18 @@ import {
 import { missingModelReason } from "../engine/codex-home.js";
 import type { SessionRecord, TurnRecord, TurnStatus, Usage } from "../store/types.js";
 import { EventType } from "./events.js";
+import type { GoalReason } from "./goals.js";
 import { nowSeconds } from "./ids.js";
 import type { TurnInput } from "./input.js";
-import { addUsage, type SessionDeps, type SessionService } from "./sessions.js";
+import { addUsage, type GoalRequest, type SessionDeps, type SessionService } from "./sessions.js";
+
+/** A goal the turn is running, and the server-side caps being enforced on it. */
+interface GoalRun extends GoalRequest {
+  objective: string;
+  /** Why we paused the goal (a cap, the user), so the engine's "paused" can be explained. */
+  pendingReason: GoalReason | null;
+  durationTimer: NodeJS.Timeout | null;
+}
 
 interface ActiveTurn {
   sessionId: string;
@@ -27,6 +37,8 @@ interface ActiveTurn {
   /** Resolves with the engine turn once it started (null if the turn ended before). */
   engineReady: Promise<Turn | null>;
   setEngineTurn: (t: Turn | null) => void;
+  thread: Thread | null;
+  goal: GoalRun | null;
 }
 
 /** Runs turns on the engine and turns what the engine reports into the session's event log. */
@@ -51,7 +63,12 @@ export class TurnRunner {
     return this.active.size;
   }
 
-  launch(session: SessionRecord, turn: TurnRecord, input: TurnInput): void {
+  launch(
+    session: SessionRecord,
+    turn: TurnRecord,
+    input: TurnInput,
+    goal: (GoalRequest & { objective: string }) | null = null,
+  ): void {
     let resolve!: (t: TurnRecord) => void;
     const done = new Promise<TurnRecord>((r) => {
       resolve = r;
@@ -66,17 +83,22 @@ export class TurnRunner {
       indexes: new Map(),
       engineReady: Promise.resolve(null),
       setEngineTurn: () => {},
+      thread: null,
+      goal: goal ? { ...goal, pendingReason: null, durationTimer: null } : null,
     };
     active.engineReady = new Promise((r) => {
       active.setEngineTurn = r;
     });
     this.active.set(session.id, active);
-    const timeoutMs = this.deps.config.turnTimeoutSeconds * 1000;
+    const record = goal ? this.sessions.goals.get(session.id) : null;
+    // A goal may run for its whole duration cap, plus one last engine turn.
+    const timeoutSeconds = this.deps.config.turnTimeoutSeconds + (record?.max_duration_seconds ?? 0);
+    const timeoutMs = timeoutSeconds * 1000;
     active.timer = setTimeout(() => {
       void this.stop(active, {
         status: "failed",
         code: "request_timeout",
-        message: `Turn timeout exceeded (${this.deps.config.turnTimeoutSeconds} s)`,
+        message: `Turn timeout exceeded (${timeoutSeconds} s)`,
       });
     }, timeoutMs);
     active.timer.unref();
@@ -140,6 +162,16 @@ export class TurnRunner {
     }
   }
 
+  private threadOptions(session: SessionRecord) {
+    return {
+      cwd: session.workspace,
+      model: session.model,
+      sandbox: this.deps.config.sandbox,
+      approvalPolicy: "never" as const,
+      ...(session.instructions ? { developerInstructions: session.instructions } : {}),
+    };
+  }
+
   private append(active: ActiveTurn, type: string, data: Record<string, unknown>): void {
     this.deps.hub.append({ session_id: active.sessionId, type, turn_id: active.turn.id, data });
   }
@@ -151,20 +183,15 @@ export class TurnRunner {
     try {
       const reason = missingModelReason(this.deps.config);
       if (reason) throw new ConfigurationError(reason);
-      const lease = await this.deps.pool.lease(session.thread_id, {
-        cwd: session.workspace,
-        model: session.model,
-        sandbox: this.deps.config.sandbox,
-        approvalPolicy: "never",
-        ...(session.instructions ? { developerInstructions: session.instructions } : {}),
-      });
+      const lease = await this.deps.pool.lease(session.thread_id, this.threadOptions(session));
       release = lease.release;
       if (session.thread_id !== lease.thread.id) {
         const current = this.sessions.get(session.id);
         this.deps.store.updateSession({ ...current, thread_id: lease.thread.id });
       }
       if (active.stop) throw new StoppedError();
-      const engineTurn = await lease.thread.turn(items, { model: session.model });
+      active.thread = lease.thread;
+      const engineTurn = await this.startEngineTurn(session, active, lease.thread, items);
       active.engineTurn = engineTurn;
       active.setEngineTurn(engineTurn);
       if (active.stop) await engineTurn.interrupt().catch(() => {});
@@ -176,10 +203,118 @@ export class TurnRunner {
         result = (err as TurnFailedError & { result?: TurnResult }).result ?? null;
     } finally {
       active.setEngineTurn(null);
+      if (active.goal) await this.settleGoal(active, failure !== null || result?.status === "failed");
       release?.();
       if (active.timer) clearTimeout(active.timer);
     }
     return this.finish(active, result, failure);
+  }
+
+  private async startEngineTurn(
+    session: SessionRecord,
+    active: ActiveTurn,
+    thread: Thread,
+    items: InputItem[],
+  ): Promise<Turn> {
+    const goal = active.goal;
+    if (!goal) return thread.turn(items, { model: session.model });
+    const record = this.sessions.goals.get(session.id)!;
+    const tokenBudget = record.token_budget;
+    let turn: Turn;
+    if (goal.mode === "input") {
+      turn = await thread.turn(items, { model: session.model, goal: { tokenBudget } });
+    } else {
+      if (goal.mode === "objective") {
+        if (await thread.getGoal()) await thread.clearGoal();
+        await thread.setGoal({ objective: goal.objective, status: "paused", tokenBudget });
+      }
+      turn = await thread.resumeGoal({ tokenBudget });
+    }
+    const remaining = Math.max(0, record.max_duration_seconds - record.time_used_seconds);
+    goal.durationTimer = setTimeout(() => void this.pauseGoal(active, "max_duration"), remaining * 1000);
+    goal.durationTimer.unref();
+    return turn;
+  }
+
+  /** Pauses the running goal for a reason (a cap or the user): the current engine turn ends, none follows. */
+  async pauseGoal(active: ActiveTurn, reason: GoalReason): Promise<void> {
+    const goal = active.goal;
+    if (!goal || goal.pendingReason || !active.thread) return;
+    goal.pendingReason = reason;
+    this.deps.logger.info({ session: active.sessionId, turn: active.turn.id, reason }, "pausing goal");
+    await active.thread.setGoal({ status: "paused" }).catch((err: unknown) => {
+      this.deps.logger.warn({ session: active.sessionId, err: String(err) }, "goal pause failed");
+    });
+  }
+
+  /** Runs `fn` with the session's engine thread while no turn runs (goal housekeeping). */
+  async withThread<T>(session: SessionRecord, fn: (thread: Thread) => Promise<T>): Promise<T> {
+    const lease = await this.deps.pool.lease(session.thread_id, this.threadOptions(session));
+    try {
+      if (session.thread_id !== lease.thread.id) {
+        this.deps.store.updateSession({ ...this.sessions.get(session.id), thread_id: lease.thread.id });
+      }
+      return await fn(lease.thread);
+    } finally {
+      lease.release();
+    }
+  }
+
+  /** Clears the goal of a running turn in the engine (the turn ends after the current engine turn). */
+  async clearRunningGoal(sessionId: string): Promise<boolean> {
+    const active = this.active.get(sessionId);
+    if (!active?.goal) return false;
+    await active.engineReady;
+    if (active.goal.durationTimer) clearTimeout(active.goal.durationTimer);
+    await active.thread?.clearGoal().catch(() => false);
+    return true;
+  }
+
+  /** Pauses the goal of a session's running turn; false when no goal runs. */
+  async pauseSessionGoal(sessionId: string, reason: GoalReason): Promise<boolean> {
+    const active = this.active.get(sessionId);
+    if (!active?.goal) return false;
+    await active.engineReady;
+    await this.pauseGoal(active, reason);
+    return true;
+  }
+
+  /** After a goal turn: syncs the engine's final goal state and explains it. */
+  private async settleGoal(active: ActiveTurn, failed: boolean): Promise<void> {
+    const goal = active.goal!;
+    if (goal.durationTimer) clearTimeout(goal.durationTimer);
+    const goals = this.sessions.goals;
+    const engine = active.thread ? await active.thread.getGoal().catch(() => null) : null;
+    const reason: GoalReason | null = failed
+      ? "turn_failed"
+      : active.stop
+        ? "interrupted"
+        : goal.pendingReason;
+    if (engine) goals.fromEngine(active.sessionId, engine, reason, active.turn.id);
+    const record = goals.get(active.sessionId);
+    if (record?.status === "active") {
+      // The engine no longer runs it (failed, interrupted or stopped): never leave a goal "active" but idle.
+      goals.update(
+        active.sessionId,
+        { status: failed ? "blocked" : "paused", status_reason: reason ?? "interrupted" },
+        active.turn.id,
+      );
+      if (active.thread && !failed) await active.thread.setGoal({ status: "paused" }).catch(() => {});
+    } else if (record && failed && record.status_reason !== "turn_failed") {
+      goals.update(active.sessionId, { status_reason: "turn_failed" }, active.turn.id);
+    }
+  }
+
+  /** Counts continuation turns; the turn that reaches `max_turns` is the last one (the goal is paused now). */
+  private onEngineTurnStarted(active: ActiveTurn, index: number): void {
+    const goal = active.goal;
+    if (!goal) return;
+    const goals = this.sessions.goals;
+    let record = goals.get(active.sessionId);
+    if (!record) return;
+    const continuation = goal.mode !== "input" || index > 0;
+    if (continuation) record = goals.update(active.sessionId, { turns_used: record.turns_used + 1 }, active.turn.id)!;
+    if (record.turns_used >= record.max_turns) void this.pauseGoal(active, "max_turns");
   }
 
   private indexOf(active: ActiveTurn, itemId: string): number {
@@ -240,6 +375,19 @@ export class TurnRunner {
           delta: event.params.delta,
         });
         return;
+      case "client/goal/engineTurnStarted":
+        this.onEngineTurnStarted(active, event.params.index);
+        return;
+      case "client/goal/updated": {
+        const g = this.sessions.goals.fromEngine(
+          active.sessionId,
+          event.params.goal,
+          active.goal?.pendingReason ?? null,
+          active.turn.id,
+        );
+        if (g?.status === "active" && g.tokens_used >= g.token_budget) void this.pauseGoal(active, "token_budget");
+        return;
+      }
       case "client/serverRequest/answered":
         this.append(active, EventType.ServerRequestAnswered, {
           request_method: event.params.requestMethod,

@@ -103,6 +103,12 @@ export class EnginePool {
     }
   }
 
+  /** A request on any running engine (for thread state that needs no loaded thread, e.g. goals). */
+  async call<T>(method: string, params: unknown): Promise<T> {
+    const codex = await this.ensure(this.slots[0]!);
+    return codex.request<T>(method, params);
+  }
+
   /** Forget a thread (its session was deleted). */
   forget(threadId: string): void {
     const slot = this.placement.get(threadId);

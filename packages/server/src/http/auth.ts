@@ -1,5 +1,5 @@
 import { timingSafeEqual } from "node:crypto";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { unauthorized } from "../domain/errors.js";
 
 function same(a: string, b: string): boolean {
@@ -8,15 +8,32 @@ function same(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-/** When a token is configured, every route but /health needs it (Bearer or X-Access-Token). */
+/** The auth scheme is case-insensitive (RFC 9110 §11.1). */
+const BEARER = /^bearer[ \t]+(.+)$/i;
+
+/** Every token the request offers: `Authorization: Bearer …` and `X-Access-Token: …`. */
+function offeredTokens(req: FastifyRequest): string[] {
+  const offered: string[] = [];
+  const header = req.headers.authorization;
+  const bearer = typeof header === "string" ? BEARER.exec(header.trim())?.[1]?.trim() : undefined;
+  if (bearer) offered.push(bearer);
+  const access = req.headers["x-access-token"];
+  if (typeof access === "string" && access) offered.push(access);
+  return offered;
+}
+
+/**
+ * When a token is configured, every route but /health needs it (Bearer or X-Access-Token). Either header may
+ * carry it: clients such as the openai SDK always send their own `Authorization: Bearer <api key>`, so a server
+ * token given as `X-Access-Token` next to it must still be accepted.
+ */
 export function installAuth(app: FastifyInstance, token: string | null): void {
   if (!token) return;
   app.addHook("onRequest", async (req) => {
     if (req.url === "/health" || req.url.startsWith("/health?")) return;
-    const header = req.headers.authorization;
-    const bearer = typeof header === "string" && header.startsWith("Bearer ") ? header.slice(7).trim() : null;
-    const access = req.headers["x-access-token"];
-    const given = bearer ?? (typeof access === "string" ? access : null);
-    if (!given || !same(given, token)) throw unauthorized();
+    // Compare every candidate (no short-circuit on the first match).
+    let ok = false;
+    for (const given of offeredTokens(req)) ok = same(given, token) || ok;
+    if (!ok) throw unauthorized();
   });
 }

@@ -12,16 +12,37 @@ function canonical(value: unknown): string {
   return JSON.stringify(value) ?? "null";
 }
 
+interface Answer {
+  status: number;
+  body: unknown;
+}
+
+interface InFlight {
+  hash: string;
+  answer: Promise<Answer>;
+}
+
+/** Requests being applied right now, per store (one service), by scope + key. */
+const inFlight = new WeakMap<Store, Map<string, InFlight>>();
+
+const mismatch = (key: string) =>
+  conflict(
+    `Idempotency-Key "${key}" was already used with a different request body`,
+    "idempotency_key_reused",
+  );
+
 /**
  * `Idempotency-Key`: the first request with a key is applied and its answer stored; a repeat with the same body
- * gets the same answer without being applied again; a repeat with a different body is a 409 (no retry).
+ * gets the same answer without being applied again (a repeat that arrives while the first is still being applied
+ * waits for it and gets its answer); a repeat with a different body is a 409 (no retry). A request that fails is
+ * not recorded, so a retry with the same key applies it again (nothing was applied, or the retry can succeed).
  */
 export async function idempotent(
   store: Store,
   scope: string,
   req: FastifyRequest,
   reply: FastifyReply,
-  apply: () => Promise<{ status: number; body: unknown }>,
+  apply: () => Promise<Answer>,
 ): Promise<unknown> {
   const header = req.headers["idempotency-key"];
   const key = typeof header === "string" && header.length > 0 ? header : null;
@@ -32,36 +53,41 @@ export async function idempotent(
   const hash = createHash("sha256")
     .update(canonical(req.body ?? null))
     .digest("hex");
+  let running = inFlight.get(store);
+  if (!running) {
+    running = new Map();
+    inFlight.set(store, running);
+  }
+  const id = `${scope}\u0000${key}`;
+  const pending = running.get(id);
+  if (pending) {
+    if (pending.hash !== hash) throw mismatch(key);
+    const r = await pending.answer;
+    return reply.code(r.status).header("idempotent-replayed", "true").send(r.body);
+  }
   const seen = store.getIdempotency(scope, key);
   if (seen) {
-    if (seen.body_hash !== hash) {
-      throw conflict(
-        `Idempotency-Key "${key}" was already used with a different request body`,
-        "idempotency_key_reused",
-      );
-    }
+    if (seen.body_hash !== hash) throw mismatch(key);
     return reply
       .code(seen.status)
       .header("idempotent-replayed", "true")
       .send(seen.response ?? undefined);
   }
-  // Reserve the key before any await so a concurrent duplicate cannot apply the request twice.
-  store.putIdempotency({
-    scope,
-    key,
-    body_hash: hash,
-    status: 202,
-    response: null,
-    created_at: Date.now() / 1000,
-  });
-  const r = await apply();
-  store.putIdempotency({
-    scope,
-    key,
-    body_hash: hash,
-    status: r.status,
-    response: r.body ?? null,
-    created_at: Date.now() / 1000,
-  });
-  return reply.code(r.status).send(r.body);
+  // Registered before any await, so a concurrent duplicate cannot apply the request twice.
+  const answer = apply();
+  running.set(id, { hash, answer });
+  try {
+    const r = await answer;
+    store.putIdempotency({
+      scope,
+      key,
+      body_hash: hash,
+      status: r.status,
+      response: r.body ?? null,
+      created_at: Date.now() / 1000,
+    });
+    return reply.code(r.status).send(r.body);
+  } finally {
+    running.delete(id);
+  }
 }

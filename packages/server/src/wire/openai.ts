@@ -3,6 +3,7 @@
  * 7.55.0 reads it: `agent.session` objects, cursor pages, `agent.session.turn.*` events with `event_id`.
  */
 import { EventType } from "../domain/events.js";
+import { type Goal, goalObject } from "../domain/goals.js";
 import type {
   AgentRecord,
   EventRecord,
@@ -92,6 +93,41 @@ const OFFICIAL_TURN_STATUS: Record<TurnStatus, string> = {
   interrupted: "cancelled",
 };
 
+/** `SessionTurnError.code` values the SDK knows; other engine/server codes are reported as `internal_error`. */
+const TURN_ERROR_CODES: ReadonlySet<string> = new Set([
+  "context_length_exceeded",
+  "max_output_tokens",
+  "session_budget_exceeded",
+  "usage_limit_exceeded",
+  "project_spend_limit_exceeded",
+  "organization_spend_limit_exceeded",
+  "organization_usage_limit_exceeded",
+  "billing_not_active",
+  "credit_balance_exhausted",
+  "rate_limit_exceeded",
+  "flex_unavailable",
+  "server_overloaded",
+  "cyber_policy",
+  "misalignment_policy_violation",
+  "connection_failed",
+  "server_error",
+  "authentication_error",
+  "invalid_request",
+  "resource_not_found",
+  "sandbox_error",
+  "executor_version_incompatible",
+  "active_turn_not_steerable",
+  "request_timeout",
+  "internal_error",
+]);
+
+/** Official `Turn.error`: non-null only when the turn failed (a cancelled turn has no error). */
+function turnError(t: TurnRecord) {
+  if (t.status !== "failed" || !t.error) return null;
+  const code = TURN_ERROR_CODES.has(t.error.code) ? t.error.code : "internal_error";
+  return { code, message: t.error.message };
+}
+
 export function turnObject(t: TurnRecord, agentId: string | null) {
   return {
     id: t.id,
@@ -103,7 +139,7 @@ export function turnObject(t: TurnRecord, agentId: string | null) {
     created_at: secs(t.created_at),
     started_at: secs(t.started_at),
     completed_at: secs(t.completed_at),
-    error: t.error,
+    error: turnError(t),
     usage: usageObject(t.usage),
     ...(t.goal ? { goal: t.goal } : {}),
   };
@@ -318,7 +354,13 @@ export function renderEvent(e: EventRecord, agentId: string | null): Array<Recor
       return [ev(type, { session_id, turn_id, turn, usage: usageObject(t.usage) })];
     }
     case EventType.GoalUpdated:
-      return [ev("agent.session.goal.updated", { session_id, turn_id, goal: d.goal })];
+      return [
+        ev("agent.session.goal.updated", {
+          session_id,
+          turn_id,
+          goal: d.goal ? goalObject(session_id, d.goal as Goal) : null,
+        }),
+      ];
     default:
       return [];
   }

@@ -3,6 +3,7 @@
  * Integer-second timestamps, `{error, type}` errors, `agent.session.*` SSE names carrying exec-style items.
  */
 import { EventType } from "../domain/events.js";
+import { type Goal, goalObject } from "../domain/goals.js";
 import type { AgentRecord, EventRecord, ItemRecord, SessionRecord, Usage } from "../store/types.js";
 import { toExecItem } from "./exec-items.js";
 
@@ -123,7 +124,10 @@ export function renderEvent(e: EventRecord): SseFrame | null {
       };
     }
     case EventType.GoalUpdated:
-      return { event: "agent.session.goal.updated", data: { session_id, turn_id: e.turn_id, goal: d.goal } };
+      return {
+        event: "agent.session.goal.updated",
+        data: { session_id, turn_id: e.turn_id, goal: d.goal ? goalObject(session_id, d.goal as Goal) : null },
+      };
     case EventType.ServerRequestAnswered:
       return { event: "agent.session.approval.answered", data: { session_id, turn_id: e.turn_id, ...d } };
     default:

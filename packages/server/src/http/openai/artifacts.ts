@@ -1,6 +1,7 @@
+import { statSync } from "node:fs";
 import type { FastifyRequest } from "fastify";
 import type { AppDeps } from "../../app.js";
-import type { SessionRecord } from "../../store/types.js";
+import type { SessionRecord, Store } from "../../store/types.js";
 import {
   type ArtifactInfo,
   contentTypeFor,
@@ -15,12 +16,32 @@ import { ListQuery, parse } from "../validate.js";
 type Params = { session_id: string };
 type ArtifactParams = { session_id: string; artifact_id: string };
 
-function artifactObject(s: SessionRecord, a: ArtifactInfo) {
+/**
+ * The session turn that produced a file: the one running when the file was last written (turn times and file
+ * times both have sub-second precision). Files written outside this session's turns have no turn (null).
+ */
+function turnAttribution(store: Store, s: SessionRecord): (a: ArtifactInfo) => string | null {
+  let turns: Array<{ id: string; from: number; to: number }> | null = null;
+  return (a) => {
+    let mtime: number;
+    try {
+      mtime = statSync(a.absPath).mtimeMs / 1000;
+    } catch {
+      return null;
+    }
+    turns ??= store
+      .listTurns(s.id, { limit: 1000, order: "desc" })
+      .data.map((t) => ({ id: t.id, from: t.started_at ?? t.created_at, to: t.completed_at ?? Infinity }));
+    return turns.find((t) => t.from <= mtime && mtime <= t.to)?.id ?? null;
+  };
+}
+
+function artifactObject(s: SessionRecord, a: ArtifactInfo, turnOf: (a: ArtifactInfo) => string | null) {
   return {
     id: a.id,
     object: "agent.session.artifact",
     session_id: s.id,
-    turn_id: s.active_turn_id ?? null,
+    turn_id: turnOf(a),
     environment_id: "env_local",
     path: a.absPath,
     size_bytes: a.size,
@@ -30,13 +51,14 @@ function artifactObject(s: SessionRecord, a: ArtifactInfo) {
 
 /** Files in the session workspace, as official artifacts (id = base64url of the relative path). */
 export function openaiArtifactHandlers(deps: AppDeps): Handlers {
-  const { sessions } = deps;
+  const { sessions, store } = deps;
   return {
     listArtifacts: async (req: FastifyRequest<{ Params: Params }>) => {
       const s = sessions.get(req.params.session_id);
       const q = parse(ListQuery, req.query, "query");
       const p = listArtifacts(s.workspace, { limit: q.limit ?? 20, ...(q.after ? { after: q.after } : {}) });
-      const data = p.data.map((a) => artifactObject(s, a));
+      const turnOf = turnAttribution(store, s);
+      const data = p.data.map((a) => artifactObject(s, a, turnOf));
       return {
         object: "list",
         data,
@@ -47,7 +69,7 @@ export function openaiArtifactHandlers(deps: AppDeps): Handlers {
     },
     getArtifact: async (req: FastifyRequest<{ Params: ArtifactParams }>) => {
       const s = sessions.get(req.params.session_id);
-      return artifactObject(s, statArtifact(s.workspace, req.params.artifact_id));
+      return artifactObject(s, statArtifact(s.workspace, req.params.artifact_id), turnAttribution(store, s));
     },
     getArtifactContent: async (req: FastifyRequest<{ Params: ArtifactParams }>, reply) => {
       const s = sessions.get(req.params.session_id);

@@ -11,20 +11,45 @@ type TurnParams = { session_id: string; turn_id: string };
 export function openaiHistoryHandlers(deps: AppDeps): Handlers {
   const { sessions, store } = deps;
 
+  /**
+   * A page of official items. Engine items with no official rendering are skipped, and the page is filled from
+   * the following stored items, so a page is never empty while more renderable items exist (the SDK's cursor
+   * pages stop on an empty `data`). `last_id` is the last stored item read: the cursor to continue from.
+   */
   const items = (sessionId: string, query: unknown, turnId?: string) => {
     const q = parse(ListQuery, query, "query");
-    const p = store.listItems(sessionId, {
-      ...q,
-      order: q.order ?? "asc",
-      ...(turnId ? { turn_id: turnId } : {}),
-    });
-    const data = p.data.flatMap((i) => {
-      const o = openai.itemObject(i);
-      return o ? [o as { id: string }] : [];
-    });
-    // The cursor is the last stored item even when it has no official rendering.
-    const page = openai.page({ data, has_more: p.has_more });
-    return { ...page, last_id: p.data.at(-1)?.id ?? null, first_id: p.data[0]?.id ?? null };
+    const limit = q.limit ?? 20;
+    const order = q.order ?? "asc";
+    const data: Array<{ id: string }> = [];
+    let after = q.after;
+    let firstId: string | null = null;
+    let lastId: string | null = null;
+    let hasMore = false;
+    fill: for (;;) {
+      const p = store.listItems(sessionId, {
+        limit,
+        order,
+        ...(after !== undefined ? { after } : {}),
+        ...(turnId ? { turn_id: turnId } : {}),
+      });
+      for (const [i, record] of p.data.entries()) {
+        if (data.length === limit) {
+          hasMore = true;
+          break fill;
+        }
+        firstId ??= record.id;
+        lastId = record.id;
+        const o = openai.itemObject(record);
+        if (o) data.push(o as { id: string });
+        if (i === p.data.length - 1) after = record.id;
+      }
+      if (!p.has_more || p.data.length === 0) break;
+      if (data.length === limit) {
+        hasMore = true;
+        break;
+      }
+    }
+    return { object: "list", data, first_id: firstId, last_id: lastId, has_more: hasMore };
   };
 
   return {

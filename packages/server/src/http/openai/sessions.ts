@@ -3,6 +3,7 @@ import { z } from "zod";
 import type { AppDeps } from "../../app.js";
 import { badRequest, conflict } from "../../domain/errors.js";
 import { EventType, TERMINAL_TURN_EVENTS } from "../../domain/events.js";
+import { parseGoalOption } from "../../domain/goals.js";
 import { hasContent, parseInput, type TurnInput } from "../../domain/input.js";
 import type { SessionFields } from "../../domain/sessions.js";
 import type { EventRecord, SessionRecord } from "../../store/types.js";
@@ -93,7 +94,11 @@ export function openaiSessionHandlers(deps: AppDeps): Handlers {
     (e: EventRecord): Frame[] =>
       openai.renderEvent(e, s.agent_id).map((data) => ({ event: data.type as string, data }));
 
-  /** The session-level stream: replays from the cursor (or the running turn's start), then tails live. */
+  /**
+   * The session-level stream: replays from the cursor (or the running turn's start), then tails live. An idle (or
+   * failed) session starts with its current state (`agent.session.idle|failed`), which takes the place of the
+   * last logged event so that it carries that event's SSE `id:` (resuming from it continues after that event).
+   */
   const sessionStream = (
     req: FastifyRequest,
     reply: FastifyReply,
@@ -102,27 +107,25 @@ export function openaiSessionHandlers(deps: AppDeps): Handlers {
   ) => {
     const cursor = opts.from ?? parseCursor(req);
     let from: Cursor;
-    const prelude: Frame[] = [];
+    let renderer = render(s);
     if (cursor) from = cursor;
     else if (s.active_turn_id) {
       const first = store.firstEventSeqOfTurn(s.id, s.active_turn_id) ?? store.lastEventSeq(s.id) + 1;
       from = { seq: first - 1, frame: Number.POSITIVE_INFINITY };
     } else {
       const seq = store.lastEventSeq(s.id);
-      from = { seq, frame: Number.POSITIVE_INFINITY };
-      const data = {
-        type: `agent.session.${s.status}`,
-        event_id: `evt_${s.id.slice(5)}_${seq}_state`,
-        session: openai.sessionObject(s),
-      };
-      prelude.push({ event: data.type, data });
+      // frame -1: the event `seq` itself is delivered (no frame of it is skipped), rendered as the state.
+      from = { seq, frame: -1 };
+      const type = `agent.session.${s.status}`;
+      const state = { type, event_id: `evt_${s.id.slice(5)}_${seq}_state`, session: openai.sessionObject(s) };
+      const logged = renderer;
+      renderer = (e) => (e.seq === seq ? [{ event: type, data: state }] : logged(e));
     }
     return streamLog(reply, {
       hub,
       sessionId: s.id,
       from,
-      render: render(s),
-      prelude,
+      render: renderer,
       done: true,
       ...(opts.until ? { until: opts.until } : {}),
     });
@@ -214,8 +217,14 @@ export function openaiSessionHandlers(deps: AppDeps): Handlers {
           switch (ev.type) {
             case "agent.session.input.message": {
               const input = officialInput(ev.input, `events[${i}].input`);
-              // A message to an idle session starts a turn; during a turn it steers that turn.
+              const goal = parseGoalOption((ev as { goal?: unknown }).goal, `events[${i}].goal`);
               const running = sessions.runner.activeTurn(s.id);
+              if (goal) {
+                if (running) throw conflict("Cannot start a goal while a turn is running", "session_busy");
+                sessions.startTurn(s.id, input, { goal: { mode: "input", caps: goal } });
+                break;
+              }
+              // A message to an idle session starts a turn; during a turn it steers that turn.
               const steered = running ? await sessions.steer(s.id, input) : null;
               if (!steered) {
                 // The running turn was already ending: the message starts the next turn once it has.

@@ -1,11 +1,12 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { AppDeps } from "../../app.js";
-import { badRequest } from "../../domain/errors.js";
+import { badRequest, conflict } from "../../domain/errors.js";
 import { TERMINAL_TURN_EVENTS } from "../../domain/events.js";
+import { parseGoalOption } from "../../domain/goals.js";
 import { hasContent, parseInput, type TurnInput } from "../../domain/input.js";
 import type { SessionFields } from "../../domain/sessions.js";
-import type { EventRecord, SessionRecord } from "../../store/types.js";
+import type { EventRecord, ItemRecord, SessionRecord } from "../../store/types.js";
 import * as template from "../../wire/template.js";
 import type { Handlers } from "../routes.js";
 import { type Frame, parseCursor, streamLog } from "../sse.js";
@@ -30,6 +31,7 @@ const CreateBody = z
     input: z.unknown().optional(),
     stream: z.boolean().optional(),
     metadata: Metadata.nullable().optional(),
+    goal: z.unknown().optional(),
   })
   .loose();
 
@@ -47,10 +49,23 @@ const EventsBody = z
     type: z.string().optional(),
     content: z.unknown().optional(),
     stream: z.boolean().optional(),
+    goal: z.unknown().optional(),
+    steer: z.boolean().optional(),
   })
   .loose();
 
+/** Template extension: `{type:"agent.session.input.cancel"}` or `{steer:true, input}` act on the running turn. */
+function controlRequest(body: unknown): "cancel" | "steer" | null {
+  if (!body || typeof body !== "object") return null;
+  const b = body as { type?: unknown; steer?: unknown };
+  if (b.type === "agent.session.input.cancel") return "cancel";
+  return b.steer === true ? "steer" : null;
+}
+
 type Params = { session_id: string };
+
+/** How many items GET session shows as `output` (the original service's window). */
+const OUTPUT_WINDOW = 5;
 
 export function renderTemplate(e: EventRecord): Frame[] {
   const f = template.renderEvent(e);
@@ -67,9 +82,30 @@ function optionalInput(raw: unknown): TurnInput | null {
 export function templateSessionHandlers(deps: AppDeps): Handlers {
   const { sessions, hub, store } = deps;
 
-  const lastItems = (s: SessionRecord) => {
-    const page = store.listItems(s.id, { order: "desc", limit: 10 });
-    return page.data.reverse();
+  /**
+   * The last 5 items the dialect shows (user messages are not shown: a run of turns without output of their
+   * own must not push earlier output out of the window).
+   */
+  const lastItems = (s: SessionRecord): ItemRecord[] => {
+    let shown: ItemRecord[] = [];
+    for (const limit of [10, 100, 1000]) {
+      const page = store.listItems(s.id, { order: "desc", limit });
+      shown = page.data.filter((i) => template.itemObject(i) !== null);
+      if (shown.length >= OUTPUT_WINDOW || !page.has_more) break;
+    }
+    return shown.slice(0, OUTPUT_WINDOW).reverse();
+  };
+
+  /** The turn of the first frame after `seq` (events the dialect does not show are skipped), if any. */
+  const nextUnseenTurn = (sessionId: string, seq: number): string | null => {
+    const pageSize = 500;
+    for (let after = seq; ; ) {
+      const page = store.readEvents(sessionId, after, pageSize);
+      const next = page.find((e) => e.turn_id && renderTemplate(e).length > 0);
+      if (next) return next.turn_id;
+      if (page.length < pageSize) return null;
+      after = page.at(-1)!.seq;
+    }
   };
 
   /** Streams one turn from the log: from `fromSeq` until that turn's terminal event. */
@@ -103,9 +139,11 @@ export function templateSessionHandlers(deps: AppDeps): Handlers {
         };
       }
       const input = optionalInput(b.input);
+      const goal = parseGoalOption(b.goal);
+      if (goal && !input) throw badRequest("A goal needs input: the objective", "input");
       const session = sessions.create(fields, { startingTurn: input !== null });
       if (!input) return template.sessionObject(session);
-      const turn = sessions.startTurn(session.id, input);
+      const turn = sessions.startTurn(session.id, input, goal ? { goal: { mode: "input", caps: goal } } : {});
       if (b.stream === true) return streamTurn(req, reply, session.id, turn.id, 0);
       await sessions.waitForTurn(session.id, turn.id);
       const done = sessions.get(session.id);
@@ -147,13 +185,24 @@ export function templateSessionHandlers(deps: AppDeps): Handlers {
     postEvents: async (req: FastifyRequest<{ Params: Params }>, reply) => {
       const id = req.params.session_id;
       const session = sessions.get(id);
-      sessions.assertIdle(session);
+      const control = controlRequest(req.body);
+      if (control === "cancel") {
+        const cancelled = await sessions.cancel(id);
+        return { status: sessions.get(id).status, turn_id: cancelled?.id ?? null, cancelled: cancelled !== null };
+      }
+      if (control === null) sessions.assertIdle(session);
       const b = parse(EventsBody, req.body);
       const raw = b.input ?? (b.type === "agent.session.input.message" ? b.content : undefined);
       const input = optionalInput(raw);
       if (!input) throw badRequest("Missing input text", "input");
+      if (control === "steer") {
+        const steered = await sessions.steer(id, input);
+        if (!steered) throw conflict("No active turn to steer", "no_active_turn");
+        return { turn_id: steered.id, steered: true };
+      }
+      const goal = parseGoalOption(b.goal);
       const fromSeq = store.lastEventSeq(id);
-      const turn = sessions.startTurn(id, input);
+      const turn = sessions.startTurn(id, input, goal ? { goal: { mode: "input", caps: goal } } : {});
       if (b.stream === false) {
         await sessions.waitForTurn(id, turn.id);
         const done = sessions.get(id);
@@ -168,11 +217,10 @@ export function templateSessionHandlers(deps: AppDeps): Handlers {
       const cursor = parseCursor(req);
       const active = sessions.runner.activeTurn(id);
       if (!active) {
-        if (cursor && cursor.seq < store.lastEventSeq(id)) {
-          // A client that reconnects after the turn ended still gets what it missed.
-          const next = store.readEvents(id, cursor.seq, 1)[0];
-          if (next?.turn_id) return streamTurn(req, reply, id, next.turn_id, cursor.seq);
-        }
+        // A client that reconnects after the turn ended still gets what it missed (and, when it missed
+        // nothing, the idle answer rather than a stream that would wait for a terminal event already sent).
+        const missed = cursor ? nextUnseenTurn(id, cursor.seq) : null;
+        if (missed) return streamTurn(req, reply, id, missed, cursor!.seq);
         return { status: session.status, message: "No active turn" };
       }
       const first = store.firstEventSeqOfTurn(id, active.id) ?? store.lastEventSeq(id);
