@@ -173,7 +173,12 @@ export class GoalBook {
       next.run_started_at = null;
     }
     if (goal.run_started_at === null && next.status === "active") next.run_started_at = nowSeconds();
-    this.save(sessionId, next, turnId, VISIBLE.some((k) => goal[k] !== next[k]));
+    this.save(
+      sessionId,
+      next,
+      turnId,
+      VISIBLE.some((k) => goal[k] !== next[k]),
+    );
     return next;
   }
 
@@ -225,13 +230,19 @@ export class GoalBook {
     return paused;
   }
 
-  private save(sessionId: string, goal: Goal, turnId: string | null): void {
+  private save(sessionId: string, goal: Goal, turnId: string | null, announce = true): void {
     this.store.putGoal({
       session_id: sessionId,
       data: goal as unknown as Record<string, unknown>,
       updated_at: goal.updated_at,
     });
-    this.hub.append({ session_id: sessionId, type: EventType.GoalUpdated, turn_id: turnId, data: { goal } });
+    if (announce)
+      this.hub.append({
+        session_id: sessionId,
+        type: EventType.GoalUpdated,
+        turn_id: turnId,
+        data: { goal },
+      });
   }
 }
 

@@ -313,7 +313,8 @@ export class TurnRunner {
     let record = goals.get(active.sessionId);
     if (!record) return;
     const continuation = goal.mode !== "input" || index > 0;
-    if (continuation) record = goals.update(active.sessionId, { turns_used: record.turns_used + 1 }, active.turn.id)!;
+    if (continuation)
+      record = goals.update(active.sessionId, { turns_used: record.turns_used + 1 }, active.turn.id)!;
     if (record.turns_used >= record.max_turns) void this.pauseGoal(active, "max_turns");
   }
 
@@ -385,7 +386,8 @@ export class TurnRunner {
           active.goal?.pendingReason ?? null,
           active.turn.id,
         );
-        if (g?.status === "active" && g.tokens_used >= g.token_budget) void this.pauseGoal(active, "token_budget");
+        if (g?.status === "active" && g.tokens_used >= g.token_budget)
+          void this.pauseGoal(active, "token_budget");
         return;
       }
       case "client/serverRequest/answered":

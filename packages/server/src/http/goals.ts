@@ -46,7 +46,11 @@ export function goalHandlers(deps: AppDeps): Handlers {
       if (b.objective !== undefined) {
         if (running) throw conflict("Session has an active turn: interrupt it before replacing the goal");
         if ((b.status ?? "active") === "active") {
-          sessions.startTurn(s.id, { items: [] }, { goal: { mode: "objective", objective: b.objective, caps } });
+          sessions.startTurn(
+            s.id,
+            { items: [] },
+            { goal: { mode: "objective", objective: b.objective, caps } },
+          );
         } else {
           goals.resolveCaps(caps);
           const objective = b.objective.trim();

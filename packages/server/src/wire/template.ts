@@ -126,7 +126,11 @@ export function renderEvent(e: EventRecord): SseFrame | null {
     case EventType.GoalUpdated:
       return {
         event: "agent.session.goal.updated",
-        data: { session_id, turn_id: e.turn_id, goal: d.goal ? goalObject(session_id, d.goal as Goal) : null },
+        data: {
+          session_id,
+          turn_id: e.turn_id,
+          goal: d.goal ? goalObject(session_id, d.goal as Goal) : null,
+        },
       };
     case EventType.ServerRequestAnswered:
       return { event: "agent.session.approval.answered", data: { session_id, turn_id: e.turn_id, ...d } };

@@ -188,7 +188,11 @@ export function templateSessionHandlers(deps: AppDeps): Handlers {
       const control = controlRequest(req.body);
       if (control === "cancel") {
         const cancelled = await sessions.cancel(id);
-        return { status: sessions.get(id).status, turn_id: cancelled?.id ?? null, cancelled: cancelled !== null };
+        return {
+          status: sessions.get(id).status,
+          turn_id: cancelled?.id ?? null,
+          cancelled: cancelled !== null,
+        };
       }
       if (control === null) sessions.assertIdle(session);
       const b = parse(EventsBody, req.body);
