@@ -157,6 +157,8 @@ export class TurnRunner {
   private async stop(active: ActiveTurn, stop: NonNullable<ActiveTurn["stop"]>): Promise<void> {
     if (active.stop) return;
     active.stop = stop;
+    // The SDK pauses a goal before interrupting: explain the pause.
+    if (active.goal && !active.goal.pendingReason) active.goal.pendingReason = "interrupted";
     if (active.engineTurn && !active.engineTurn.finished) {
       await active.engineTurn.interrupt().catch(() => {});
     }

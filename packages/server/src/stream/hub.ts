@@ -119,7 +119,7 @@ class Sub implements Subscription {
     if (this._mode !== "live") return; // replay: the store has it; closed: nothing to do
     const tail = this.tailSeq();
     if (e.seq <= tail) return; // before our cursor (afterSeq beyond the log's end) or already held
-    if (e.seq !== tail + 1 && false) {
+    if (e.seq !== tail + 1) {
       // Should not happen with a single writer; recover from the store rather than deliver a gap.
       this._mode = "replay";
       this.pump();
@@ -133,6 +133,7 @@ class Sub implements Subscription {
     }
     if (this.buffered >= this.maxBuffered) {
       // Slow consumer: stop buffering, re-read the rest from the store once the queue is drained.
+      this._mode = "replay";
       return;
     }
     this.queue.push(e);

@@ -5,6 +5,7 @@ import type { SessionRecord, Store } from "../../store/types.js";
 import {
   type ArtifactInfo,
   contentTypeFor,
+  decodeArtifactId,
   deleteArtifact,
   listArtifacts,
   readArtifact,
@@ -49,14 +50,27 @@ function artifactObject(s: SessionRecord, a: ArtifactInfo, turnOf: (a: ArtifactI
   };
 }
 
-/** Files in the session workspace, as official artifacts (id = base64url of the relative path). */
+/**
+ * Files in the session workspace, as official artifacts (id = base64url of the relative path), listed in path
+ * order (`order=desc`: reverse path order).
+ */
 export function openaiArtifactHandlers(deps: AppDeps): Handlers {
   const { sessions, store } = deps;
   return {
     listArtifacts: async (req: FastifyRequest<{ Params: Params }>) => {
       const s = sessions.get(req.params.session_id);
       const q = parse(ListQuery, req.query, "query");
-      const p = listArtifacts(s.workspace, { limit: q.limit ?? 20, ...(q.after ? { after: q.after } : {}) });
+      const limit = q.limit ?? 20;
+      let p: { data: ArtifactInfo[]; has_more: boolean };
+      if (q.order === "desc") {
+        // Newest path first: the walk only goes forward, so list everything (bounded) and page backwards.
+        const all = listArtifacts(s.workspace).data.reverse();
+        const after = q.after ? decodeArtifactId(q.after) : null;
+        const rest = after === null ? all : all.filter((a) => a.path < after);
+        p = { data: rest.slice(0, limit), has_more: rest.length > limit };
+      } else {
+        p = listArtifacts(s.workspace, { limit, ...(q.after ? { after: q.after } : {}) });
+      }
       const turnOf = turnAttribution(store, s);
       const data = p.data.map((a) => artifactObject(s, a, turnOf));
       return {

@@ -19,7 +19,8 @@ export function openaiHistoryHandlers(deps: AppDeps): Handlers {
   const items = (sessionId: string, query: unknown, turnId?: string) => {
     const q = parse(ListQuery, query, "query");
     const limit = q.limit ?? 20;
-    const order = q.order ?? "asc";
+    // Official default: newest first.
+    const order = q.order ?? "desc";
     const data: Array<{ id: string }> = [];
     let after = q.after;
     let firstId: string | null = null;
