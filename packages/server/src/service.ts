@@ -54,6 +54,16 @@ export async function startService(
   const recovered = sessions.recover();
   if (recovered)
     logger.warn({ sessions: recovered }, "marked turns interrupted by the last shutdown as failed");
+  // Goals that were running come back paused. The engine keeps its own goal state and would restart an active
+  // goal the moment its thread is resumed, so pause it there too before serving anything.
+  for (const sessionId of sessions.goals.pauseAllActive("server_restart")) {
+    const threadId = store.getSession(sessionId)?.thread_id;
+    if (!threadId) continue;
+    await pool.call("thread/goal/set", { threadId, status: "paused" }).catch((err: unknown) => {
+      logger.warn({ session: sessionId, err: String(err) }, "could not pause the engine goal");
+    });
+    logger.warn({ session: sessionId }, "goal paused after restart");
+  }
   const deps: AppDeps = { config, logger, store, hub, pool, agents, sessions };
   const app = buildApp(deps);
   await app.listen({ host: config.host, port: config.port });
