@@ -20,8 +20,22 @@ let server: ChildProcess | null = null;
 async function start(): Promise<ChildProcess> {
   const child = spawn(
     process.execPath,
-    [cli, "serve", "--port", String(port), "--data-dir", dataDir, "--model-base-url", mock.url, "--model", "mock-model"],
-    { stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, OPENAI_API_KEY: "dummy", LOG_LEVEL: "warn" } },
+    [
+      cli,
+      "serve",
+      "--port",
+      String(port),
+      "--data-dir",
+      dataDir,
+      "--model-base-url",
+      mock.url,
+      "--model",
+      "mock-model",
+    ],
+    {
+      stdio: ["ignore", "ignore", "inherit"],
+      env: { ...process.env, OPENAI_API_KEY: "dummy", LOG_LEVEL: "warn" },
+    },
   );
   await waitFor(async () => (await fetch(`${base}/health`).catch(() => null))?.ok, 20_000, "server up");
   return child;
@@ -49,14 +63,19 @@ afterAll(async () => {
 it("a SIGKILLed server comes back with the goal paused, no silent continuation, and resumable", async () => {
   mock = await MockResponsesServer.start({ fallback: () => scripts.assistantMessage("still working") });
   const gate = new Gate();
-  mock.enqueue(scripts.streamingMessage(["continuation ", "in flight"], { gate }), (r) => r.isGoalContinuation());
+  mock.enqueue(scripts.streamingMessage(["continuation ", "in flight"], { gate }), (r) =>
+    r.isGoalContinuation(),
+  );
   server = await start();
   const { body: session } = await call<{ id: string }>("POST", "/v1/agents/sessions", { agent: {} });
   void fetch(`${base}/v1/agents/sessions/${session.id}/events`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ input: "Endless goal", goal: { max_turns: 50 } }),
-  }).then((r) => r.body?.cancel().catch(() => {}), () => {});
+  }).then(
+    (r) => r.body?.cancel().catch(() => {}),
+    () => {},
+  );
   await gate.reached;
   const threadId = mock.requests()[0]!.threadId;
   const exited = new Promise((r) => server!.once("exit", r));
@@ -67,16 +86,24 @@ it("a SIGKILLed server comes back with the goal paused, no silent continuation, 
   const seen = mock.requests().length;
 
   const goal = await call("GET", `/v1/agents/sessions/${session.id}/goal`);
-  expect(goal.body).toMatchObject({ status: "paused", status_reason: "server_restart", objective: "Endless goal" });
+  expect(goal.body).toMatchObject({
+    status: "paused",
+    status_reason: "server_restart",
+    objective: "Endless goal",
+  });
   const after = await call<{ status: string }>("GET", `/v1/agents/sessions/${session.id}`);
   expect(after.body.status).toBe("idle");
 
   // The session is usable, and the engine did not continue by itself: one plain turn = exactly one request.
   mock.enqueueAssistantMessage("plain after restart");
-  const plain = await call<{ output: Array<{ item: { text: string } }> }>("POST", `/v1/agents/sessions/${session.id}/events`, {
-    input: "are you there?",
-    stream: false,
-  });
+  const plain = await call<{ output: Array<{ item: { text: string } }> }>(
+    "POST",
+    `/v1/agents/sessions/${session.id}/events`,
+    {
+      input: "are you there?",
+      stream: false,
+    },
+  );
   expect(plain.body.output.at(-1)?.item.text).toBe("plain after restart");
   expect(mock.requests()).toHaveLength(seen + 1);
   expect(mock.requests().at(-1)!.lastUserText()).toBe("are you there?");

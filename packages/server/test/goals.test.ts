@@ -38,7 +38,9 @@ function goalWithOneContinuation(initial: string, final: string) {
 }
 
 async function newSession(): Promise<string> {
-  const { body } = await fx.json<{ id: string }>("POST", "/v1/agents/sessions", { agent: { model: "mock-model" } });
+  const { body } = await fx.json<{ id: string }>("POST", "/v1/agents/sessions", {
+    agent: { model: "mock-model" },
+  });
   return body.id;
 }
 
@@ -94,7 +96,10 @@ describe("goal turns (template dialect)", () => {
   it("completes within the first engine turn without a continuation", async () => {
     fx.mock.enqueue([scripts.updateGoal("complete"), scripts.assistantMessage("Done at once.")]);
     const id = await newSession();
-    const res = await fx.request("POST", `/v1/agents/sessions/${id}/events`, { input: "Quick goal", goal: true });
+    const res = await fx.request("POST", `/v1/agents/sessions/${id}/events`, {
+      input: "Quick goal",
+      goal: true,
+    });
     const events = await readSse(res);
     expect(names(events).at(-1)).toBe("agent.session.turn.completed");
     expect(fx.mock.requests()).toHaveLength(2);
@@ -103,11 +108,15 @@ describe("goal turns (template dialect)", () => {
 
   it("starts a goal when creating the session (non-streaming create waits for the whole goal)", async () => {
     fx.mock.enqueue(goalWithOneContinuation("Working.", "All done."));
-    const { status, body } = await fx.json<{ id: string; status: string; output: Array<{ item: { text: string } }> }>(
-      "POST",
-      "/v1/agents/sessions",
-      { agent: { model: "mock-model" }, input: "Finish the report", goal: true },
-    );
+    const { status, body } = await fx.json<{
+      id: string;
+      status: string;
+      output: Array<{ item: { text: string } }>;
+    }>("POST", "/v1/agents/sessions", {
+      agent: { model: "mock-model" },
+      input: "Finish the report",
+      goal: true,
+    });
     expect(status).toBe(200);
     expect(body.status).toBe("idle");
     expect(body.output.map((o) => o.item.text)).toEqual(["Working.", "All done."]);
@@ -125,7 +134,9 @@ describe("goal turns (template dialect)", () => {
     expect(fx.mock.requests()).toHaveLength(2);
     expect((await goal(id)).body).toMatchObject({ status: "blocked", status_reason: "turn_failed" });
     fx.mock.enqueueAssistantMessage("Plain turn works.");
-    const after = await readSse(await fx.request("POST", `/v1/agents/sessions/${id}/events`, { input: "hello" }));
+    const after = await readSse(
+      await fx.request("POST", `/v1/agents/sessions/${id}/events`, { input: "hello" }),
+    );
     expect(names(after).at(-1)).toBe("agent.session.turn.completed");
     expect(fx.mock.requests()).toHaveLength(3);
     expect(fx.mock.requests()[2]!.lastUserText()).toBe("hello");
@@ -142,7 +153,12 @@ describe("goal turns (template dialect)", () => {
       max_turns: 7,
     });
     expect(paused.status).toBe(200);
-    expect(paused.body).toMatchObject({ objective: "Old objective", status: "paused", token_budget: 500, max_turns: 7 });
+    expect(paused.body).toMatchObject({
+      objective: "Old objective",
+      status: "paused",
+      token_budget: 500,
+      max_turns: 7,
+    });
     fx.mock.reset();
     fx.mock.enqueue(goalWithOneContinuation("New work.", "New goal done."));
     await readSse(
@@ -166,11 +182,17 @@ describe("goal turns (template dialect)", () => {
       scripts.assistantMessage("Steered and done."),
     ]);
     const id = await newSession();
-    const stream = fx.request("POST", `/v1/agents/sessions/${id}/events`, { input: "Steerable goal", goal: true });
+    const stream = fx.request("POST", `/v1/agents/sessions/${id}/events`, {
+      input: "Steerable goal",
+      goal: true,
+    });
     await gate.reached;
     const plain = await fx.json("POST", `/v1/agents/sessions/${id}/events`, { input: "plain second input" });
     expect(plain.status).toBe(409);
-    const steer = await fx.json("POST", `/v1/agents/sessions/${id}/events`, { input: "Focus on edge cases", steer: true });
+    const steer = await fx.json("POST", `/v1/agents/sessions/${id}/events`, {
+      input: "Focus on edge cases",
+      steer: true,
+    });
     expect(steer.status).toBe(200);
     expect(steer.body).toMatchObject({ steered: true });
     gate.release();
@@ -178,16 +200,26 @@ describe("goal turns (template dialect)", () => {
     expect(names(events).at(-1)).toBe("agent.session.turn.completed");
     const requests = await fx.mock.waitForRequests(4);
     expect(requests[2]!.messageInputTexts("user").at(-1)).toBe("Focus on edge cases");
-    expect(steer.body.turn_id).toBe(events.find((e) => e.event === "agent.session.turn.started")?.data.turn_id);
+    expect(steer.body.turn_id).toBe(
+      events.find((e) => e.event === "agent.session.turn.started")?.data.turn_id,
+    );
   });
 
   it("interrupt mid-continuation cancels the logical turn, pauses the goal, session stays usable", async () => {
     const gate = new Gate();
-    fx.mock.enqueue([scripts.assistantMessage("Initial."), scripts.streamingMessage(["never ", "ends"], { gate })]);
+    fx.mock.enqueue([
+      scripts.assistantMessage("Initial."),
+      scripts.streamingMessage(["never ", "ends"], { gate }),
+    ]);
     const id = await newSession();
-    const stream = fx.request("POST", `/v1/agents/sessions/${id}/events`, { input: "Interruptible goal", goal: true });
+    const stream = fx.request("POST", `/v1/agents/sessions/${id}/events`, {
+      input: "Interruptible goal",
+      goal: true,
+    });
     await gate.reached;
-    const cancel = await fx.json("POST", `/v1/agents/sessions/${id}/events`, { type: "agent.session.input.cancel" });
+    const cancel = await fx.json("POST", `/v1/agents/sessions/${id}/events`, {
+      type: "agent.session.input.cancel",
+    });
     expect(cancel.status).toBe(200);
     expect(cancel.body).toMatchObject({ cancelled: true, status: "idle" });
     const events = await readSse(await stream);
@@ -195,7 +227,9 @@ describe("goal turns (template dialect)", () => {
     expect((await goal(id)).body).toMatchObject({ status: "paused", status_reason: "interrupted" });
     gate.release();
     fx.mock.enqueueAssistantMessage("ordinary");
-    const after = await readSse(await fx.request("POST", `/v1/agents/sessions/${id}/events`, { input: "ordinary turn" }));
+    const after = await readSse(
+      await fx.request("POST", `/v1/agents/sessions/${id}/events`, { input: "ordinary turn" }),
+    );
     expect(names(after).at(-1)).toBe("agent.session.turn.completed");
     const requests = fx.mock.requests();
     expect(requests).toHaveLength(3);
@@ -208,7 +242,10 @@ describe("goal turns (template dialect)", () => {
     const id = await newSession();
     const gate = new Gate();
     fx.mock.enqueue([scripts.streamingMessage(["step ", "one"], { gate })]);
-    const set = await fx.json("POST", `/v1/agents/sessions/${id}/goal`, { objective: "Write the docs", max_turns: 9 });
+    const set = await fx.json("POST", `/v1/agents/sessions/${id}/goal`, {
+      objective: "Write the docs",
+      max_turns: 9,
+    });
     expect(set.status).toBe(200);
     expect(set.body).toMatchObject({ objective: "Write the docs", status: "active", max_turns: 9 });
     await gate.reached;
@@ -216,7 +253,10 @@ describe("goal turns (template dialect)", () => {
     expect(paused.status).toBe(200);
     gate.release();
     await waitFor(async () => (await goal(id)).body.status === "paused", 15_000, "goal paused");
-    await waitFor(async () => (await fx.json<{ status: string }>("GET", `/v1/agents/sessions/${id}`)).body.status === "idle");
+    await waitFor(
+      async () =>
+        (await fx.json<{ status: string }>("GET", `/v1/agents/sessions/${id}`)).body.status === "idle",
+    );
     expect((await goal(id)).body.status_reason).toBe("user_paused");
     const before = fx.mock.requests().length;
     expect(fx.mock.requests()[0]!.goalObjective()).toBe("Write the docs");
@@ -228,10 +268,14 @@ describe("goal turns (template dialect)", () => {
     const cleared = await fx.json("DELETE", `/v1/agents/sessions/${id}/goal`);
     expect(cleared.body).toMatchObject({ deleted: true });
     expect((await goal(id)).status).toBe(404);
-    const log = await fx.request("GET", `/v1/agents/sessions/${id}/events`, undefined, { "last-event-id": "0" });
+    const log = await fx.request("GET", `/v1/agents/sessions/${id}/events`, undefined, {
+      "last-event-id": "0",
+    });
     const frames = await readSse(log, () => false);
     const statuses = frames.flatMap((e) =>
-      e.event === "agent.session.goal.updated" ? [(e.data.goal as { status: string } | null)?.status ?? "cleared"] : [],
+      e.event === "agent.session.goal.updated"
+        ? [(e.data.goal as { status: string } | null)?.status ?? "cleared"]
+        : [],
     );
     expect(statuses[0]).toBe("active");
     expect(statuses).toContain("paused");
@@ -248,7 +292,10 @@ describe("goal turns (template dialect)", () => {
       expect(r.status, JSON.stringify(goalValue)).toBe(400);
       expect(r.body.type).toBe("ValueError");
     }
-    const tooBig = await fx.json("POST", `/v1/agents/sessions/${id}/events`, { input: "x", goal: { max_turns: 51 } });
+    const tooBig = await fx.json("POST", `/v1/agents/sessions/${id}/events`, {
+      input: "x",
+      goal: { max_turns: 51 },
+    });
     expect(tooBig.status).toBe(400);
     expect(JSON.stringify(tooBig.body)).toContain("at most 50");
     expect((await fx.json("POST", `/v1/agents/sessions/${id}/goal`, { status: "active" })).status).toBe(404);
@@ -275,11 +322,18 @@ describe("server-enforced goal caps (a model that never completes)", () => {
   it("max_turns: stops exactly after the allowed continuations", async () => {
     const id = await newSession();
     const events = await readSse(
-      await fx.request("POST", `/v1/agents/sessions/${id}/events`, { input: "Endless", goal: { max_turns: 2 } }),
+      await fx.request("POST", `/v1/agents/sessions/${id}/events`, {
+        input: "Endless",
+        goal: { max_turns: 2 },
+      }),
     );
     expect(names(events).at(-1)).toBe("agent.session.turn.completed");
     expect(fx.mock.requests()).toHaveLength(3);
-    expect((await goal(id)).body).toMatchObject({ status: "paused", status_reason: "max_turns", turns_used: 2 });
+    expect((await goal(id)).body).toMatchObject({
+      status: "paused",
+      status_reason: "max_turns",
+      turns_used: 2,
+    });
     const resume = await fx.json("POST", `/v1/agents/sessions/${id}/goal`, { status: "active" });
     expect(resume.status).toBe(409);
     await assertNoFurtherRequests(id, 3);
@@ -288,10 +342,17 @@ describe("server-enforced goal caps (a model that never completes)", () => {
   it("max_turns 0: only the first engine turn runs", async () => {
     const id = await newSession();
     await readSse(
-      await fx.request("POST", `/v1/agents/sessions/${id}/events`, { input: "Endless", goal: { max_turns: 0 } }),
+      await fx.request("POST", `/v1/agents/sessions/${id}/events`, {
+        input: "Endless",
+        goal: { max_turns: 0 },
+      }),
     );
     expect(fx.mock.requests()).toHaveLength(1);
-    expect((await goal(id)).body).toMatchObject({ status: "paused", status_reason: "max_turns", turns_used: 0 });
+    expect((await goal(id)).body).toMatchObject({
+      status: "paused",
+      status_reason: "max_turns",
+      turns_used: 0,
+    });
     await assertNoFurtherRequests(id, 1);
   });
 
@@ -314,7 +375,9 @@ describe("server-enforced goal caps (a model that never completes)", () => {
 
   it("max_duration_seconds: pauses on the wall clock", async () => {
     const gate = new Gate();
-    fx.mock.enqueue(scripts.streamingMessage(["slow ", "continuation"], { gate }), (r) => r.isGoalContinuation());
+    fx.mock.enqueue(scripts.streamingMessage(["slow ", "continuation"], { gate }), (r) =>
+      r.isGoalContinuation(),
+    );
     const id = await newSession();
     const stream = fx.request("POST", `/v1/agents/sessions/${id}/events`, {
       input: "Endless",

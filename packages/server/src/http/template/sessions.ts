@@ -219,6 +219,9 @@ export function templateSessionHandlers(deps: AppDeps): Handlers {
       const id = req.params.session_id;
       const session = sessions.get(id);
       const cursor = parseCursor(req);
+      // A cursor past the end of the log cannot come from this log; a stream from it would never send anything.
+      if (cursor && cursor.seq > store.lastEventSeq(id))
+        throw badRequest(`Last-Event-ID ${cursor.seq} is ahead of this session's event log`, "Last-Event-ID");
       const active = sessions.runner.activeTurn(id);
       if (!active) {
         // A client that reconnects after the turn ended still gets what it missed (and, when it missed
