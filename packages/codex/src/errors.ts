@@ -1,3 +1,5 @@
+import type { TurnResult } from "./types.js";
+
 /** Base class of every error the SDK raises. */
 export class CodexError extends Error {
   override name = "CodexError";
@@ -33,6 +35,8 @@ export class TurnFailedError extends CodexError {
     message: string,
     readonly turnId: string,
     readonly codexErrorInfo: unknown = null,
+    /** What the turn produced before it failed (items, usage). */
+    readonly result: TurnResult | null = null,
   ) {
     super(message);
   }

@@ -294,8 +294,8 @@ export class TurnOperation {
         completion.error?.message ?? "turn failed",
         id,
         completion.error?.codexErrorInfo,
+        result,
       );
-      Object.assign(err, { result });
       this.rejectResult(err);
     } else {
       this.resolveResult(result);

@@ -201,8 +201,7 @@ export class TurnRunner {
       result = await engineTurn.run();
     } catch (err) {
       failure = describeFailure(err);
-      if (err instanceof TurnFailedError)
-        result = (err as TurnFailedError & { result?: TurnResult }).result ?? null;
+      if (err instanceof TurnFailedError) result = err.result;
     } finally {
       active.setEngineTurn(null);
       if (active.goal) await this.settleGoal(active, failure !== null || result?.status === "failed");
