@@ -123,8 +123,9 @@ describe("plain turns", () => {
     const turn = await thread.turn("work");
     const stream = turn.stream();
     await gate.reached;
-    const pending = thread.read();
     process.kill(f.codex.pid!, "SIGKILL");
+    // Sent after the kill: it can never be answered, so it must be failed by the transport's close.
+    const pending = thread.read();
     const drained = (async () => {
       for await (const _ of stream) {
         /* drain until the transport error */

@@ -18,6 +18,8 @@ import {
   ACCESS_DENIED,
   decodeArtifactId,
   encodeArtifactId,
+  isPermissionError,
+  permissionDenied,
   type ResolvedPath,
   realpathLoose,
   realRootOf,
@@ -82,6 +84,7 @@ function statResolved(root: string, id: string): { r: ResolvedPath; info: Artifa
     st = lstatSync(r.real);
   } catch (err) {
     if (MISSING.has(errCode(err) ?? "")) throw notFound(`Artifact not found: ${label(r)}`);
+    if (isPermissionError(err)) throw permissionDenied(r.rel);
     throw err;
   }
   if (!st.isFile()) throw notFound(`Artifact not found: ${label(r)}`);
@@ -112,6 +115,7 @@ export function readArtifact(
     const code = errCode(err);
     if (code === "ELOOP") throw forbidden(ACCESS_DENIED);
     if (MISSING.has(code ?? "")) throw missing();
+    if (isPermissionError(err)) throw permissionDenied(r.rel);
     throw err;
   }
   try {
@@ -150,6 +154,7 @@ export function deleteArtifact(root: string, id: string): ArtifactInfo {
     unlinkSync(entry);
   } catch (err) {
     if (MISSING.has(errCode(err) ?? "")) throw notFound(`Artifact not found: ${label(r)}`);
+    if (isPermissionError(err)) throw permissionDenied(r.rel);
     throw err;
   }
   return info;

@@ -45,6 +45,15 @@ function errCode(err: unknown): string | undefined {
 /** Error codes meaning "this path does not exist (and cannot be followed further)". */
 const MISSING = new Set(["ENOENT", "ENOTDIR", "ENAMETOOLONG"]);
 
+/** The server's own permissions forbid the operation (a client-visible 403, not a server fault). */
+const NOT_PERMITTED = new Set(["EACCES", "EPERM", "EROFS"]);
+
+export function isPermissionError(err: unknown): boolean {
+  return NOT_PERMITTED.has(errCode(err) ?? "");
+}
+
+export const permissionDenied = (rel: string) => forbidden(`Permission denied: ${rel === "" ? "." : rel}`);
+
 /** `true` when `p` equals `realRoot` or lies below it (both absolute, normalised). */
 export function isInside(realRoot: string, p: string): boolean {
   const rel = relative(realRoot, p);
@@ -116,9 +125,16 @@ export function resolveDetailed(root: string, relPath: string): ResolvedPath {
   const realRoot = realRootOf(root);
   const abs = resolve(realRoot, relPath);
   if (!isInside(realRoot, abs)) throw forbidden(ACCESS_DENIED);
-  const real = realpathLoose(abs);
-  if (real === null || !isInside(realRoot, real)) throw forbidden(ACCESS_DENIED);
   const rel = relative(realRoot, abs).split(sep).join("/");
+  let real: string | null;
+  try {
+    real = realpathLoose(abs);
+  } catch (err) {
+    // A directory on the way that the server may not search: where the path leads cannot be checked.
+    if (isPermissionError(err)) throw permissionDenied(rel);
+    throw err;
+  }
+  if (real === null || !isInside(realRoot, real)) throw forbidden(ACCESS_DENIED);
   return { abs, rel, real, realRoot };
 }
 

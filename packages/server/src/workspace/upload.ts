@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { lstatSync, mkdirSync, realpathSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { badRequest, forbidden, payloadTooLarge } from "../domain/errors.js";
-import { isInside, realpathLoose, realRootOf } from "./paths.js";
+import { isInside, isPermissionError, realpathLoose, realRootOf } from "./paths.js";
 
 export const DEFAULT_MAX_UPLOAD_BYTES = 100 * 1024 * 1024;
 export const PATH_ESCAPES = "Path escapes base directory";
@@ -70,7 +70,14 @@ export function writeUpload(
   const realRoot = realRootOf(root);
   // No lexical check against realRoot: an absolute path may legitimately name the root through a symlink
   // (e.g. /tmp → /private/tmp); only the real location counts, and that is where the file is written.
-  const real = realpathLoose(resolve(realRoot, rawPath));
+  let real: string | null;
+  try {
+    real = realpathLoose(resolve(realRoot, rawPath));
+  } catch (err) {
+    // A directory on the way the server may not search: where the path leads cannot be checked.
+    if (isPermissionError(err)) throw forbidden(`Permission denied: ${rawPath}`);
+    throw err;
+  }
   if (real === null || !isInside(realRoot, real)) throw forbidden(PATH_ESCAPES);
   if (real === realRoot) throw badRequest(`Path is a directory: ${rawPath}`, "path");
 
@@ -86,15 +93,21 @@ export function writeUpload(
     if (code === "ENOTDIR" || code === "EEXIST") {
       throw badRequest(`Parent path is not a directory: ${rawPath}`, "path");
     }
+    if (isPermissionError(err)) throw forbidden(`Permission denied: ${rawPath}`);
     throw err;
   }
   // Re-check after mkdir: a component swapped for a symlink in the meantime must not redirect the write.
   const realDir = realpathSync(dir);
   if (!isInside(realRoot, realDir)) throw forbidden(PATH_ESCAPES);
   const target = join(realDir, basename(real));
-  if (lstatSync(target, { throwIfNoEntry: false })?.isDirectory()) {
-    throw badRequest(`Path is a directory: ${rawPath}`, "path");
+  let existing: ReturnType<typeof lstatSync>;
+  try {
+    existing = lstatSync(target, { throwIfNoEntry: false });
+  } catch (err) {
+    if (isPermissionError(err)) throw forbidden(`Permission denied: ${rawPath}`);
+    throw err;
   }
+  if (existing?.isDirectory()) throw badRequest(`Path is a directory: ${rawPath}`, "path");
 
   const tmp = join(realDir, `.upload-${process.pid}-${randomBytes(8).toString("hex")}.tmp`);
   try {
@@ -109,6 +122,7 @@ export function writeUpload(
     const code = errCode(err);
     if (code === "EISDIR") throw badRequest(`Path is a directory: ${rawPath}`, "path");
     if (code === "ENAMETOOLONG") throw badRequest(`Path name too long: ${rawPath}`, "path");
+    if (isPermissionError(err)) throw forbidden(`Permission denied: ${rawPath}`);
     throw err;
   }
   return { path: target, bytes: data.length };

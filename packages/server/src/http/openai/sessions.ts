@@ -1,3 +1,4 @@
+import { InvalidRequestError } from "@codex-agent-api/codex";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { AppDeps } from "../../app.js";
@@ -140,6 +141,28 @@ export function openaiSessionHandlers(deps: AppDeps): Handlers {
     };
   };
 
+  /**
+   * A message to an idle session starts a turn; during a turn it steers that turn. When the running turn is
+   * already ending (being cancelled, or its engine turn just finished so the engine refuses the steer with "no
+   * active turn to steer"), the message starts the next turn once that one has ended: a valid message is never
+   * refused (or answered with a 5xx) because of that race.
+   */
+  const deliver = async (sessionId: string, input: TurnInput): Promise<void> => {
+    for (;;) {
+      const running = sessions.runner.activeTurn(sessionId);
+      if (!running) {
+        sessions.startTurn(sessionId, input);
+        return;
+      }
+      try {
+        if (await sessions.steer(sessionId, input)) return;
+      } catch (err) {
+        if (!(err instanceof InvalidRequestError)) throw err;
+      }
+      await sessions.waitForTurn(sessionId, running.id);
+    }
+  };
+
   return {
     createSession: async (req, reply) => {
       const b = parse(SessionCreate, req.body);
@@ -224,13 +247,7 @@ export function openaiSessionHandlers(deps: AppDeps): Handlers {
                 sessions.startTurn(s.id, input, { goal: { mode: "input", caps: goal } });
                 break;
               }
-              // A message to an idle session starts a turn; during a turn it steers that turn.
-              const steered = running ? await sessions.steer(s.id, input) : null;
-              if (!steered) {
-                // The running turn was already ending: the message starts the next turn once it has.
-                if (running) await sessions.waitForTurn(s.id, running.id);
-                sessions.startTurn(s.id, input);
-              }
+              await deliver(s.id, input);
               break;
             }
             case "agent.session.input.cancel":
