@@ -354,26 +354,12 @@ export class TurnRunner {
         return;
       }
       case "item/agentMessage/delta":
-        this.append(active, EventType.ItemDelta, {
-          item_id: event.params.itemId,
-          output_index: this.indexOf(active, event.params.itemId),
-          kind: "agent_message",
-          delta: event.params.delta,
-        });
-        return;
       case "item/reasoning/summaryTextDelta":
-        this.append(active, EventType.ItemDelta, {
-          item_id: event.params.itemId,
-          output_index: this.indexOf(active, event.params.itemId),
-          kind: "reasoning",
-          delta: event.params.delta,
-        });
-        return;
       case "item/commandExecution/outputDelta":
         this.append(active, EventType.ItemDelta, {
           item_id: event.params.itemId,
           output_index: this.indexOf(active, event.params.itemId),
-          kind: "command_output",
+          kind: DELTA_KIND[event.method],
           delta: event.params.delta,
         });
         return;
@@ -467,6 +453,13 @@ export class TurnRunner {
     return turn;
   }
 }
+
+/** Which stream a delta belongs to (the `kind` of `item.delta` log events). */
+const DELTA_KIND = {
+  "item/agentMessage/delta": "agent_message",
+  "item/reasoning/summaryTextDelta": "reasoning",
+  "item/commandExecution/outputDelta": "command_output",
+} as const;
 
 class ConfigurationError extends Error {}
 class StoppedError extends Error {}
