@@ -189,14 +189,12 @@ export class SessionService {
       store.insertTurn(turn);
       store.updateSession(next);
       hub.append({ session_id: sessionId, type: EventType.TurnStarted, turn_id: turn.id, data: { turn } });
-      if (session.status !== "in_progress") {
-        hub.append({
-          session_id: sessionId,
-          type: EventType.SessionStatus,
-          turn_id: turn.id,
-          data: { session: next },
-        });
-      }
+      hub.append({
+        session_id: sessionId,
+        type: EventType.SessionStatus,
+        turn_id: turn.id,
+        data: { session: next },
+      });
     });
     this.runner.launch(next, turn, input, opts.goal ? { ...opts.goal, objective: goal!.objective } : null);
     return turn;

@@ -429,7 +429,8 @@ export class TurnRunner {
       if (!session) return;
       const next: SessionRecord = {
         ...session,
-        status: status === "failed" ? "failed" : "idle",
+        // A failed turn does not fail the session: it stays usable; `error` keeps why the last turn failed.
+        status: "idle",
         error: status === "failed" ? (error?.message ?? null) : null,
         active_turn_id: null,
         usage: addUsage(session.usage, usage),

@@ -75,7 +75,8 @@ export function sessionObject(s: SessionRecord) {
       remote_url: "",
       workspace_directory: s.workspace,
     },
-    error: s.error,
+    // Only a failed session has an error; a failed turn carries its own (Turn.error).
+    error: s.status === "failed" ? s.error : null,
     metadata: s.metadata,
     required_actions: [],
     status: s.status,
@@ -254,14 +255,6 @@ export function page<T extends { id: string | null }>(p: Page<T>) {
   };
 }
 
-export function errorEvent(sessionId: string, message: string, code: string | null) {
-  return {
-    type: "error",
-    session_id: sessionId,
-    error: { code, message, param: null, type: "server_error" },
-  };
-}
-
 /**
  * Renders one log event as official stream events (some log events give two, e.g. turn created + in progress).
  * `agentId` is the session's agent (turn objects carry it).
@@ -351,7 +344,26 @@ export function renderEvent(e: EventRecord, agentId: string | null): Array<Recor
       const t = d.turn as TurnRecord;
       const turn = turnObject(t, agentId);
       const type = `agent.session.turn.${turn.status === "completed" ? "completed" : turn.status === "failed" ? "failed" : "cancelled"}`;
-      return [ev(type, { session_id, turn_id, turn, usage: usageObject(t.usage) })];
+      const frames = [ev(type, { session_id, turn_id, turn, usage: usageObject(t.usage) })];
+      // "error: emitted when a turn or session fails" (the turn event carries the same error).
+      if (t.status === "failed") {
+        frames.push(
+          ev(
+            "error",
+            {
+              session_id,
+              error: {
+                code: t.error?.code ?? null,
+                message: t.error?.message ?? "turn failed",
+                param: null,
+                type: "server_error",
+              },
+            },
+            1,
+          ),
+        );
+      }
+      return frames;
     }
     case EventType.GoalUpdated:
       return [

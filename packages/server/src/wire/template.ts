@@ -32,11 +32,16 @@ export function usageObject(u: Usage) {
   };
 }
 
+/** The original service reported a session whose last turn failed as `failed` (it still accepts new turns). */
+export function templateStatus(s: SessionRecord): string {
+  return s.status === "idle" && s.error ? "failed" : s.status;
+}
+
 export function sessionObject(s: SessionRecord) {
   return {
     id: s.id,
     object: "session",
-    status: s.status,
+    status: templateStatus(s),
     model: s.model,
     instructions: s.instructions ?? "",
     tools: s.tools,

@@ -228,7 +228,7 @@ export function templateSessionHandlers(deps: AppDeps): Handlers {
         // nothing, the idle answer rather than a stream that would wait for a terminal event already sent).
         const missed = cursor ? nextUnseenTurn(id, cursor.seq) : null;
         if (missed) return streamTurn(req, reply, id, missed, cursor!.seq);
-        return { status: session.status, message: "No active turn" };
+        return { status: template.templateStatus(session), message: "No active turn" };
       }
       const first = store.firstEventSeqOfTurn(id, active.id) ?? store.lastEventSeq(id);
       return streamTurn(req, reply, id, active.id, Math.max(0, first - 1));
