@@ -444,7 +444,7 @@ describe("sessions", () => {
     expect(replay.at(-1)!.data).toMatchObject({ session: { id: sid, status: "idle", error: null } });
 
     // The SDK helper accepts the session right away.
-    f.mock.enqueueAssistantMessage("helper works", lastUserIs("after failure"));
+    f.mock.enqueueAssistantMessage("helper works", { route: lastUserIs("after failure") });
     const helper = await client.beta.agents.sessions.stream(sid, { input: "after failure" });
     expect((await helper.finalResult()).output_text).toBe("helper works");
     const log = await EventLog.open(client, sid);
