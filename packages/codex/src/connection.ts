@@ -32,6 +32,14 @@ interface Pending {
 }
 
 const STDERR_LINES = 200;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/** JSON replacer: strings with lone surrogates get U+FFFD instead (as String#toWellFormed does). */
+function wellFormed(_key: string, value: unknown): unknown {
+  return typeof value === "string" && LONE_SURROGATE.test(value)
+    ? value.replace(LONE_SURROGATE, "\uFFFD")
+    : value;
+}
 
 /**
  * Newline-delimited JSON-RPC over the app-server's stdio. Owns the child process; when it exits every
@@ -105,7 +113,8 @@ export class AppServerConnection {
 
   private write(msg: unknown): void {
     if (this.closedError) return;
-    this.process.stdin.write(`${JSON.stringify(msg)}\n`);
+    // The engine drops lines it cannot parse (a lone UTF-16 surrogate is one) and would never answer.
+    this.process.stdin.write(`${JSON.stringify(msg, wellFormed)}\n`);
   }
 
   private onLine(line: string): void {

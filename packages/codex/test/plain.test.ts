@@ -90,6 +90,15 @@ describe("plain turns", () => {
     expect(JSON.stringify(request!.body)).toContain("data:image/png;base64,");
   });
 
+  it("sends text with a lone UTF-16 surrogate (the engine would drop the line and never answer)", async () => {
+    f = await fixture();
+    f.mock.enqueueAssistantMessage("fine");
+    const result = await (await f.codex.startThread()).run("broken \ud800 text");
+    const [request] = await f.mock.waitForRequests(1);
+    expect(result.finalResponse).toBe("fine");
+    expect(request!.lastUserText()).toBe("broken \ufffd text");
+  });
+
   it("rejects a second turn while one is running (the engine would silently steer)", async () => {
     f = await fixture();
     const gate = new Gate();

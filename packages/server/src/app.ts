@@ -6,7 +6,7 @@ import { badRequest } from "./domain/errors.js";
 import type { SessionService } from "./domain/sessions.js";
 import type { EnginePool } from "./engine/pool.js";
 import { installAuth } from "./http/auth.js";
-import { installErrorHandling } from "./http/errors.js";
+import { installErrorHandling, sendError } from "./http/errors.js";
 import { goalHandlers } from "./http/goals.js";
 import { healthRoutes } from "./http/health.js";
 import { openaiHandlers } from "./http/openai/index.js";
@@ -71,6 +71,12 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     bodyLimit: deps.config.bodyLimitBytes,
     return503OnClosing: true,
     forceCloseConnections: false,
+    // Artifact ids are base64url paths: long paths must stay reachable (the default cap is 100).
+    routerOptions: { maxParamLength: 4096 },
+    // Malformed URLs and the like get the dialect's error shape too.
+    frameworkErrors: (err, req, reply) => {
+      sendError(req, reply, badRequest(err.message));
+    },
   });
   // Bodies are JSON whatever the Content-Type says (curl -d sends form encoding by default).
   app.removeAllContentTypeParsers();

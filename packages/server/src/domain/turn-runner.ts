@@ -38,8 +38,13 @@ interface ActiveTurn {
   engineReady: Promise<Turn | null>;
   setEngineTurn: (t: Turn | null) => void;
   thread: Thread | null;
+  /** Index of the engine process running the turn. */
+  engine: number | null;
   goal: GoalRun | null;
 }
+
+/** How long a stopped turn may take to end before its engine process is killed. */
+const STOP_GRACE_MS = 10_000;
 
 /** Runs turns on the engine and turns what the engine reports into the session's event log. */
 export class TurnRunner {
@@ -84,6 +89,7 @@ export class TurnRunner {
       engineReady: Promise.resolve(null),
       setEngineTurn: () => {},
       thread: null,
+      engine: null,
       goal: goal ? { ...goal, pendingReason: null, durationTimer: null } : null,
     };
     active.engineReady = new Promise((r) => {
@@ -159,8 +165,21 @@ export class TurnRunner {
     active.stop = stop;
     // The SDK pauses a goal before interrupting: explain the pause.
     if (active.goal && !active.goal.pendingReason) active.goal.pendingReason = "interrupted";
+    // A hung engine must not keep the turn open forever: if it does not end in time, kill its process (the turn
+    // then fails with the stop reason, and the pool respawns the engine).
+    const watchdog = setTimeout(() => {
+      if (this.active.get(active.sessionId) === active && active.engine !== null) {
+        this.deps.logger.error(
+          { session: active.sessionId, engine: active.engine },
+          "engine unresponsive: killing it",
+        );
+        this.deps.pool.killEngine(active.engine);
+      }
+    }, STOP_GRACE_MS);
+    watchdog.unref();
+    void active.done.finally(() => clearTimeout(watchdog));
     if (active.engineTurn && !active.engineTurn.finished) {
-      await active.engineTurn.interrupt().catch(() => {});
+      await Promise.race([active.engineTurn.interrupt().catch(() => {}), active.done]);
     }
   }
 
@@ -187,6 +206,7 @@ export class TurnRunner {
       if (reason) throw new ConfigurationError(reason);
       const lease = await this.deps.pool.lease(session.thread_id, this.threadOptions(session));
       release = lease.release;
+      active.engine = lease.engine;
       if (session.thread_id !== lease.thread.id) {
         const current = this.sessions.get(session.id);
         this.deps.store.updateSession({ ...current, thread_id: lease.thread.id });

@@ -1,0 +1,196 @@
+// The server as a user runs it: `node packages/server/dist/cli.js serve …` in a child process.
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { waitFor } from "./fixture.js";
+
+export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
+export const cliPath = join(repoRoot, "packages/server/dist/cli.js");
+
+/** The parent environment without anything that would change the server's config. */
+export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (/^(AGENT_|EBX_|CODEX_|OPENAI_)/.test(k) || ["HOST", "PORT", "WORKSPACE", "LOG_LEVEL"].includes(k)) {
+      continue;
+    }
+    env[k] = v;
+  }
+  return { ...env, ...extra };
+}
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface CliProcess {
+  child: ChildProcess;
+  pid: number;
+  stdout(): string;
+  stderr(): string;
+  exited: Promise<Exit>;
+}
+
+export interface SpawnOptions {
+  /** Run as this user (the test runner must be root). */
+  uid?: number;
+  gid?: number;
+}
+
+/** Spawns the CLI with `args` (after `serve`). */
+export function spawnCli(
+  args: string[],
+  env: Record<string, string> = {},
+  opts: SpawnOptions = {},
+): CliProcess {
+  if (!existsSync(cliPath)) throw new Error(`build the server first (npx tsc -b): ${cliPath} is missing`);
+  const child = spawn(process.execPath, [cliPath, "serve", ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: cleanEnv(env),
+    ...opts,
+  });
+  let out = "";
+  let err = "";
+  child.stdout!.on("data", (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr!.on("data", (d: Buffer) => {
+    err += d.toString();
+  });
+  const exited = new Promise<Exit>((r) => child.once("exit", (code, signal) => r({ code, signal })));
+  return { child, pid: child.pid!, stdout: () => out, stderr: () => err, exited };
+}
+
+/** Runs the CLI to its end (for start-up failures); fails if it is still running after `timeoutMs`. */
+export async function runCliToExit(
+  args: string[],
+  env: Record<string, string> = {},
+  timeoutMs = 20_000,
+): Promise<Exit & { stdout: string; stderr: string }> {
+  const p = spawnCli(args, env);
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      p.child.kill("SIGKILL");
+      reject(new Error(`cli still running after ${timeoutMs} ms: ${p.stderr()}`));
+    }, timeoutMs);
+  });
+  try {
+    const exit = await Promise.race([p.exited, timeout]);
+    return { ...exit, stdout: p.stdout(), stderr: p.stderr() };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export interface CliServer extends CliProcess {
+  /** http://127.0.0.1:<port> */
+  url: string;
+  /** Log records (pino JSON lines) printed so far. */
+  logs(): Array<Record<string, unknown>>;
+}
+
+function parseLogs(text: string): Array<Record<string, unknown>> {
+  const out: Array<Record<string, unknown>> = [];
+  for (const line of text.split("\n")) {
+    if (!line.startsWith("{")) continue;
+    try {
+      out.push(JSON.parse(line) as Record<string, unknown>);
+    } catch {
+      // a partial line
+    }
+  }
+  return out;
+}
+
+/**
+ * Starts `serve --mock-model --port 0 --data-dir <dataDir> …args` and waits for it to listen and for /health.
+ * The port is read from the "listening" log line.
+ */
+export async function startCliServer(
+  dataDir: string,
+  args: string[] = [],
+  env: Record<string, string> = {},
+  opts: SpawnOptions = {},
+): Promise<CliServer> {
+  const p = spawnCli(
+    ["--mock-model", "--port", "0", "--data-dir", dataDir, ...args],
+    { LOG_LEVEL: "info", ...env },
+    opts,
+  );
+  const logs = () => parseLogs(p.stdout());
+  let early: Exit | null = null;
+  void p.exited.then((e) => {
+    early = e;
+  });
+  const listening = await waitFor(
+    () => {
+      if (early) throw new Error(`cli exited early (${JSON.stringify(early)}): ${p.stderr()}`);
+      return logs().find((l) => l.msg === "codex-agent-api listening");
+    },
+    30_000,
+    "the cli to listen",
+  );
+  const port = new URL(String(listening!.url)).port;
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(async () => (await fetch(`${url}/health`).catch(() => null))?.ok, 30_000, "cli /health");
+  return { ...p, url, logs };
+}
+
+/** Pids of the direct children of `pid` (Linux /proc). */
+export function childPids(pid: number): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      // pid (comm) state ppid …; comm may contain spaces and parentheses: split after the last ")".
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid === pid) out.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/** True while `pid` runs (a zombie waiting to be reaped counts as gone). */
+export function isAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return false;
+  }
+}
+
+/** Pids of every descendant of `pid` (children first). */
+export function descendantPids(pid: number): number[] {
+  const out: number[] = [];
+  const queue = [pid];
+  while (queue.length > 0) {
+    for (const child of childPids(queue.shift()!)) {
+      out.push(child);
+      queue.push(child);
+    }
+  }
+  return out;
+}
+
+/** Pids of the processes whose command line contains `needle`. */
+export function pidsRunning(needle: string): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, "utf8").includes(needle) && isAlive(Number(entry))) {
+        out.push(Number(entry));
+      }
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}

@@ -1,0 +1,41 @@
+// A hung engine (SIGSTOP) must not keep a turn open past its timeout: the runner kills the engine process, the
+// turn fails with the timeout reason, the pool respawns the engine and the session keeps working.
+import { Gate, scripts } from "@codex-agent-api/testkit";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { readSse, type ServerFixture, startServer, waitFor } from "./fixture.js";
+
+let fx: ServerFixture;
+beforeAll(async () => {
+  fx = await startServer({ env: { AGENT_TURN_TIMEOUT: "1" } });
+  await fx.service.deps.pool.warm();
+});
+afterAll(async () => {
+  await fx?.close();
+});
+
+it("kills an unresponsive engine after a stopped turn's grace period", async () => {
+  const { body } = await fx.json<{ id: string }>("POST", "/v1/agents/sessions", { agent: {} });
+  const gate = new Gate();
+  fx.mock.enqueue(scripts.streamingMessage(["stuck"], { gate }));
+  const res = fx.request("POST", `/v1/agents/sessions/${body.id}/events`, { input: "hang" });
+  await gate.reached;
+  const [before] = fx.service.deps.pool.stats();
+  process.kill(before!.pid!, "SIGSTOP");
+  const events = await readSse(await res);
+  expect(events.at(-1)?.event).toBe("agent.session.turn.failed");
+  expect((events.at(-1)?.data.error as { message: string }).message).toMatch(/timeout/i);
+  gate.release();
+  await waitFor(
+    () => {
+      const [now] = fx.service.deps.pool.stats();
+      return now!.pid !== undefined && now!.pid !== before!.pid;
+    },
+    20_000,
+    "engine respawned",
+  );
+  fx.mock.enqueueAssistantMessage("alive again");
+  const next = await readSse(
+    await fx.request("POST", `/v1/agents/sessions/${body.id}/events`, { input: "again" }),
+  );
+  expect(next.at(-1)?.event).toBe("agent.session.turn.completed");
+}, 60_000);

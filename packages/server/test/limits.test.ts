@@ -1,0 +1,220 @@
+// Limits: the session cap (429), idle-session expiry (TTL) and the per-turn timeout.
+import { Gate, scripts } from "@codex-agent-api/testkit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readSse, type ServerFixture, type SseEvent, startServer, waitFor } from "./fixture.js";
+
+type SessionBody = {
+  id: string;
+  status: string;
+  output: Array<{ item: { type: string; text?: string } }>;
+};
+
+const texts = (b: SessionBody) => b.output.map((o) => o.item.text);
+
+describe("AGENT_MAX_SESSIONS", () => {
+  let s: ServerFixture;
+  beforeAll(async () => {
+    s = await startServer({ env: { AGENT_MAX_SESSIONS: "2" } });
+  });
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  it("answers 429 CapacityError beyond the cap, and accepts again once a session is gone", async () => {
+    const a = await s.json<{ id: string }>("POST", "/v1/agents/sessions", {});
+    const b = await s.json<{ id: string }>("POST", "/v1/agents/sessions", { agent: { model: "mock-model" } });
+    expect([a.status, b.status]).toEqual([200, 200]);
+
+    const full = await s.json("POST", "/v1/agents/sessions", {});
+    expect(full.status).toBe(429);
+    expect(full.body).toEqual({ error: "Too many active sessions", type: "CapacityError" });
+    // Input does not get around the cap, and no turn starts.
+    const withInput = await s.json("POST", "/v1/agents/sessions", {
+      input: "Reply with exactly: no",
+      stream: false,
+    });
+    expect(withInput.status).toBe(429);
+    expect(withInput.body).toMatchObject({ type: "CapacityError" });
+    const streaming = await s.request("POST", "/v1/agents/sessions", { input: "hi", stream: true });
+    expect(streaming.status).toBe(429);
+    expect(streaming.headers.get("content-type")).toMatch(/application\/json/);
+    expect(((await streaming.json()) as { type: string }).type).toBe("CapacityError");
+    // The official dialect maps it to a rate-limit error.
+    const official = await s.json<{ error: { type: string } }>(
+      "POST",
+      "/v1/agents/sessions",
+      {},
+      { "openai-beta": "agents=v1" },
+    );
+    expect(official.status).toBe(429);
+    expect(official.body.error.type).toBe("rate_limit_error");
+    expect(s.mock.requests()).toHaveLength(0);
+
+    const list = await s.json<{ data: Array<{ id: string }> }>("GET", "/v1/agents/sessions");
+    expect(list.body.data.map((x) => x.id).sort()).toEqual([a.body.id, b.body.id].sort());
+
+    // Existing sessions keep working at the cap.
+    const turn = await s.json<SessionBody>("POST", `/v1/agents/sessions/${a.body.id}/events`, {
+      input: "Reply with exactly: at capacity",
+      stream: false,
+    });
+    expect(turn.status).toBe(200);
+    expect(texts(turn.body)).toContain("at capacity");
+
+    expect((await s.json("DELETE", `/v1/agents/sessions/${b.body.id}`)).status).toBe(200);
+    const again = await s.json<{ id: string }>("POST", "/v1/agents/sessions", {});
+    expect(again.status).toBe(200);
+    expect((await s.json("POST", "/v1/agents/sessions", {})).status).toBe(429);
+  });
+});
+
+describe("AGENT_SESSION_TTL", () => {
+  let s: ServerFixture;
+  beforeAll(async () => {
+    s = await startServer({ env: { AGENT_SESSION_TTL: "1" } });
+  });
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  it("deletes sessions idle longer than the TTL, but never one with a running turn", async () => {
+    expect(s.config.sessionTtlSeconds).toBe(1);
+    // Session `busy` runs a turn held mid-response by a gate for the whole test.
+    const busy = await s.json<{ id: string }>("POST", "/v1/agents/sessions", {});
+    const gate = new Gate();
+    s.mock.enqueue(scripts.streamingMessage(["held ", "turn"], { gate }));
+    const busyTurn = s.json<SessionBody>("POST", `/v1/agents/sessions/${busy.body.id}/events`, {
+      input: "hold on",
+      stream: false,
+    });
+    await gate.reached;
+
+    const idle = await s.json<{ id: string }>("POST", "/v1/agents/sessions", {});
+    expect(idle.status).toBe(200);
+    expect((await s.json("GET", `/v1/agents/sessions/${idle.body.id}`)).status).toBe(200);
+
+    const gone = await waitFor(
+      async () => (await s.json("GET", `/v1/agents/sessions/${idle.body.id}`)).status === 404,
+      15_000,
+      "the idle session to expire",
+    );
+    expect(gone).toBe(true);
+    const after = await s.json<{ type: string }>("GET", `/v1/agents/sessions/${idle.body.id}`);
+    expect(after.body.type).toBe("NotFoundError");
+    const listed = await s.json<{ data: Array<{ id: string }> }>("GET", "/v1/agents/sessions");
+    expect(listed.body.data.map((x) => x.id)).toEqual([busy.body.id]);
+
+    // The running session outlived the TTL and is intact.
+    const running = await s.json<SessionBody>("GET", `/v1/agents/sessions/${busy.body.id}`);
+    expect(running.status).toBe(200);
+    expect(running.body.status).toBe("in_progress");
+
+    gate.release();
+    const done = await busyTurn;
+    expect(done.status).toBe(200);
+    expect(done.body.status).toBe("idle");
+    expect(texts(done.body)).toContain("held turn");
+
+    // Once idle, it expires too.
+    await waitFor(
+      async () => (await s.json("GET", `/v1/agents/sessions/${busy.body.id}`)).status === 404,
+      15_000,
+      "the finished session to expire",
+    );
+    const events = await s.json("GET", `/v1/agents/sessions/${busy.body.id}/events`);
+    expect(events.status).toBe(404);
+    expect(s.service.deps.store.countSessions()).toBe(0);
+  });
+});
+
+describe("AGENT_TURN_TIMEOUT", () => {
+  let s: ServerFixture;
+  let gate: Gate;
+  beforeAll(async () => {
+    s = await startServer({ env: { AGENT_TURN_TIMEOUT: "2" } });
+  });
+  afterAll(async () => {
+    gate?.release();
+    await s?.close();
+  });
+
+  it("fails a turn that exceeds it, interrupts the engine turn, and keeps the session usable", async () => {
+    expect(s.config.turnTimeoutSeconds).toBe(2);
+    // A completed first turn (the engine and the thread started) lets the timed turn reach the model well
+    // within the 2 s. On a loaded machine the cold start alone may take longer: such attempts time out and
+    // are simply repeated (each failed turn leaves the session usable, which is checked below anyway).
+    const created = await s.json<{ id: string }>("POST", "/v1/agents/sessions", {});
+    const id = created.body.id;
+    const events = `/v1/agents/sessions/${id}/events`;
+    await waitFor(
+      async () => {
+        const warm = await s.json<SessionBody>("POST", events, {
+          input: "Reply with exactly: warm",
+          stream: false,
+        });
+        return texts(warm.body).includes("warm");
+      },
+      60_000,
+      "a warm-up turn to complete",
+    );
+    gate = new Gate(); // never released: only the timeout can end this turn
+    s.mock.enqueue(scripts.streamingMessage(["never ", "finishes"], { gate }));
+    let frames: SseEvent[] = [];
+    // Until the held turn has reached the model before its timeout (the script stays queued until it does).
+    for (let attempt = 0; attempt < 5 && !gate.isReached; attempt++) {
+      const res = await s.request("POST", events, { input: "take forever", stream: true });
+      expect(res.status).toBe(200);
+      frames = await readSse(res);
+    }
+    expect(gate.isReached, "the model was reached before the timeout").toBe(true);
+    expect(gate.isReleased).toBe(false);
+    const last = frames.at(-1)!;
+    expect(last.event).toBe("agent.session.turn.failed");
+    const error = last.data.error as { message: string; code: string };
+    expect(error.message).toMatch(/timeout/i);
+    expect(error.message).toContain("2 s");
+    expect(error.code).toBe("request_timeout");
+    expect(last.data.status).toBe("failed");
+    expect(frames.map((e) => e.event)).not.toContain("agent.session.turn.completed");
+
+    // Recorded: the turn failed with the reason; the session is no longer busy.
+    const turnId = String(last.data.turn_id);
+    const turn = s.service.deps.store.getTurn(id, turnId)!;
+    expect(turn.status).toBe("failed");
+    expect(turn.error).toEqual({ code: "request_timeout", message: error.message });
+    expect(turn.completed_at).not.toBeNull();
+    const session = await s.json<{ status: string }>("GET", `/v1/agents/sessions/${id}`);
+    expect(session.body.status).toBe("failed");
+    expect(s.service.deps.sessions.runner.isActive(id)).toBe(false);
+
+    // The engine's turn was interrupted too (not left running on the thread).
+    const threadId = s.service.deps.store.getSession(id)!.thread_id!;
+    expect(threadId).toBeTruthy();
+    const lease = await s.service.deps.pool.lease(threadId, {});
+    try {
+      // (The engine may answer "list_turns is not supported yet" while it still writes the thread out.)
+      const thread = (await waitFor(
+        () => lease.thread.read({ includeTurns: true }).catch(() => null),
+        10_000,
+        "thread/read",
+      ))!;
+      expect(thread.turns.map((t) => t.status)).toContain("completed");
+      expect(thread.turns.at(-1)?.status).toBe("interrupted");
+      expect(lease.thread.busy).toBe(false);
+    } finally {
+      lease.release();
+    }
+
+    // The next turn on the same session works and continues the same thread.
+    const next = await s.json<SessionBody>("POST", `/v1/agents/sessions/${id}/events`, {
+      input: "Reply with exactly: after the timeout",
+      stream: false,
+    });
+    expect(next.status).toBe(200);
+    expect(next.body.status).toBe("idle");
+    expect(texts(next.body)).toContain("after the timeout");
+    const reqs = s.mock.requests();
+    expect(reqs.at(-1)!.threadId).toBe(threadId);
+    expect(reqs.at(-1)!.messageInputTexts("user")).toContain("take forever");
+  });
+});
