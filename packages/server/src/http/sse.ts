@@ -38,6 +38,11 @@ export async function streamLog(
     sessionId: string;
     from: Cursor;
     render: (e: EventRecord) => Frame[];
+    /**
+     * Identifies `render` across requests (e.g. "template", "openai:<agent id>"): a live event is rendered and
+     * formatted once for every subscriber using the same key (the hub hands them all the same EventRecord).
+     */
+    renderKey?: string;
     until?: (e: EventRecord) => boolean;
     prelude?: Frame[];
     /** Emit `data: [DONE]` before closing (the official SDKs stop on it). */
@@ -84,15 +89,21 @@ export async function streamLog(
   };
   try {
     for (const f of opts.prelude ?? []) await write(format(f, null));
+    let batch = "";
     for await (const e of sub) {
       if (closed) break;
-      const frames = opts.render(e);
-      for (let i = 0; i < frames.length; i++) {
-        if (e.seq === opts.from.seq && i <= opts.from.frame) continue;
-        const id = frames.length === 1 ? String(e.seq) : `${e.seq}:${i}`;
-        await write(format(frames[i]!, id));
+      // A live event comes straight from the hub (nothing queued): share its text with the other subscribers.
+      // A replayed page is this subscriber's own copy: caching it would only cost.
+      batch += eventText(e, opts, sub.buffered === 0);
+      // Coalesce while more events are already queued (replay pages, a subscriber that fell behind): one write
+      // per 64 KiB instead of one per frame. Caught up: write at once, so live latency is unchanged.
+      if (batch.length >= 65_536 || sub.buffered === 0) {
+        const chunk = batch;
+        batch = "";
+        await write(chunk);
       }
     }
+    if (batch) await write(batch);
     if (opts.done && !closed) await write("data: [DONE]\n\n");
   } finally {
     clearInterval(keepalive);
@@ -100,6 +111,29 @@ export async function streamLog(
     res.off("close", onClose);
     if (!res.writableEnded) res.end();
   }
+}
+
+/** The formatted frames of live events, per render key (weak: gone with the event). */
+const rendered = new WeakMap<EventRecord, { key: string; text: string }>();
+
+function eventText(
+  e: EventRecord,
+  opts: { render: (e: EventRecord) => Frame[]; renderKey?: string; from: Cursor },
+  live: boolean,
+): string {
+  const key = live && e.seq !== opts.from.seq ? opts.renderKey : undefined;
+  if (key !== undefined) {
+    const hit = rendered.get(e);
+    if (hit?.key === key) return hit.text;
+  }
+  const frames = opts.render(e);
+  let text = "";
+  for (let i = 0; i < frames.length; i++) {
+    if (e.seq === opts.from.seq && i <= opts.from.frame) continue;
+    text += format(frames[i]!, frames.length === 1 ? String(e.seq) : `${e.seq}:${i}`);
+  }
+  if (key !== undefined) rendered.set(e, { key, text });
+  return text;
 }
 
 function format(f: Frame, id: string | null): string {

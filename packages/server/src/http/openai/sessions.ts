@@ -127,6 +127,8 @@ export function openaiSessionHandlers(deps: AppDeps): Handlers {
       sessionId: s.id,
       from,
       render: renderer,
+      // The idle-state frame (event `from.seq`) is never shared; every other frame depends on the agent id only.
+      renderKey: `openai:${s.agent_id ?? ""}`,
       done: true,
       ...(opts.until ? { until: opts.until } : {}),
     });

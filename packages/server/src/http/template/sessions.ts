@@ -121,6 +121,7 @@ export function templateSessionHandlers(deps: AppDeps): Handlers {
       sessionId,
       from: parseCursor(req) ?? { seq: fromSeq, frame: Number.POSITIVE_INFINITY },
       render: renderTemplate,
+      renderKey: "template",
       until: (e) => e.turn_id === turnId && TERMINAL_TURN_EVENTS.has(e.type),
     });
 
