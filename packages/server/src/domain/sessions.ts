@@ -5,7 +5,7 @@ import type { Config } from "../config.js";
 import type { EnginePool } from "../engine/pool.js";
 import type { ListOptions, Page, SessionRecord, Store, TurnRecord, Usage } from "../store/types.js";
 import type { EventHub } from "../stream/hub.js";
-import type { AgentService } from "./agents.js";
+import type { AgentFields, AgentService } from "./agents.js";
 import { badRequest, capacity, conflict, notFound } from "./errors.js";
 import { EventType } from "./events.js";
 import { type Goal, GoalBook, type GoalCaps } from "./goals.js";
@@ -32,14 +32,9 @@ export function addUsage(a: Usage, b: Usage | null): Usage {
   };
 }
 
-export interface SessionFields {
+/** A session's own settings: an agent's fields, optionally starting from a saved agent. */
+export interface SessionFields extends AgentFields {
   agent_id?: string | null;
-  name?: string | null;
-  model?: string;
-  instructions?: string | null;
-  tools?: unknown[];
-  metadata?: Record<string, string>;
-  extra?: Record<string, unknown>;
 }
 
 export interface SessionDeps {
