@@ -620,7 +620,10 @@ export class SqliteStore implements Store {
     };
   }
 
-  listItems(sessionId: string, opts: ListOptions & { turn_id?: string }): Page<ItemRecord> {
+  listItems(
+    sessionId: string,
+    opts: ListOptions & { turn_id?: string; exclude_types?: readonly string[] },
+  ): Page<ItemRecord> {
     const limit = clampLimit(opts.limit);
     const order: Order = opts.order ?? "asc";
     const where = ["session_id = ?"];
@@ -628,6 +631,10 @@ export class SqliteStore implements Store {
     if (opts.turn_id !== undefined) {
       where.push("turn_id = ?");
       params.push(opts.turn_id);
+    }
+    if (opts.exclude_types?.length) {
+      where.push(`type NOT IN (${opts.exclude_types.map(() => "?").join(", ")})`);
+      params.push(...opts.exclude_types);
     }
     if (opts.after !== undefined) {
       const ordinal = this.s.itemCursor.get(sessionId, opts.after) as number | null;

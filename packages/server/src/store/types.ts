@@ -152,7 +152,11 @@ export interface Store {
   // items
   /** Assigns the ordinal (next in the session) and returns the stored record. */
   appendItem(item: Omit<ItemRecord, "ordinal">): ItemRecord;
-  listItems(sessionId: string, opts: ListOptions & { turn_id?: string }): Page<ItemRecord>;
+  /** `exclude_types`: leave out items of these engine types (e.g. the user's own messages). */
+  listItems(
+    sessionId: string,
+    opts: ListOptions & { turn_id?: string; exclude_types?: readonly string[] },
+  ): Page<ItemRecord>;
   countItems(sessionId: string): number;
 
   // event log

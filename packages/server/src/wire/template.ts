@@ -50,6 +50,9 @@ export function sessionObject(s: SessionRecord) {
   };
 }
 
+/** Engine item types the template never shows (see exec-items.ts). */
+export const HIDDEN_ITEM_TYPES: readonly string[] = ["userMessage"];
+
 /** An item as the template's /items listed it: the completed-item event wrapper. */
 export function itemObject(i: ItemRecord): Record<string, unknown> | null {
   const item = toExecItem(i.data);

@@ -86,15 +86,10 @@ export function templateSessionHandlers(deps: AppDeps): Handlers {
    * The last 5 items the dialect shows (user messages are not shown: a run of turns without output of their
    * own must not push earlier output out of the window).
    */
-  const lastItems = (s: SessionRecord): ItemRecord[] => {
-    let shown: ItemRecord[] = [];
-    for (const limit of [10, 100, 1000]) {
-      const page = store.listItems(s.id, { order: "desc", limit });
-      shown = page.data.filter((i) => template.itemObject(i) !== null);
-      if (shown.length >= OUTPUT_WINDOW || !page.has_more) break;
-    }
-    return shown.slice(0, OUTPUT_WINDOW).reverse();
-  };
+  const lastItems = (s: SessionRecord): ItemRecord[] =>
+    store
+      .listItems(s.id, { order: "desc", limit: OUTPUT_WINDOW, exclude_types: template.HIDDEN_ITEM_TYPES })
+      .data.reverse();
 
   /** The turn of the first frame after `seq` (events the dialect does not show are skipped), if any. */
   const nextUnseenTurn = (sessionId: string, seq: number): string | null => {
