@@ -1,5 +1,6 @@
 import {
   type InputItem,
+  InvalidRequestError,
   type Thread,
   type ThreadItem,
   TransportClosedError,
@@ -10,6 +11,7 @@ import {
 } from "@codex-agent-api/codex";
 import { missingModelReason } from "../engine/codex-home.js";
 import type { SessionRecord, TurnRecord, TurnStatus, Usage } from "../store/types.js";
+import { badRequest } from "./errors.js";
 import { EventType } from "./events.js";
 import type { GoalReason } from "./goals.js";
 import { nowSeconds } from "./ids.js";
@@ -139,7 +141,14 @@ export class TurnRunner {
     if (!active || active.stop) return null;
     const engineTurn = await active.engineReady;
     if (!engineTurn || engineTurn.finished || active.stop) return null;
-    await engineTurn.steer(items);
+    try {
+      await engineTurn.steer(items);
+    } catch (err) {
+      // The engine turn ended in between: nothing left to steer.
+      if (err instanceof InvalidRequestError && /no active turn/.test(err.message)) return null;
+      if (err instanceof InvalidRequestError) throw badRequest(err.message, "input");
+      throw err;
+    }
     this.deps.hub.append({
       session_id: sessionId,
       type: EventType.TurnSteered,
