@@ -1,9 +1,12 @@
 // The server as a user runs it: `node packages/server/dist/cli.js serve …` in a child process.
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { childPids, descendantPids, isAlive, pidsRunning } from "@codex-agent-api/testkit";
 import { waitFor } from "./fixture.js";
+
+export { childPids, descendantPids, isAlive, pidsRunning };
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 export const cliPath = join(repoRoot, "packages/server/dist/cli.js");
@@ -137,60 +140,4 @@ export async function startCliServer(
   const url = `http://127.0.0.1:${port}`;
   await waitFor(async () => (await fetch(`${url}/health`).catch(() => null))?.ok, 30_000, "cli /health");
   return { ...p, url, logs };
-}
-
-/** Pids of the direct children of `pid` (Linux /proc). */
-export function childPids(pid: number): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      // pid (comm) state ppid …; comm may contain spaces and parentheses: split after the last ")".
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (ppid === pid) out.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
-}
-
-/** True while `pid` runs (a zombie waiting to be reaped counts as gone). */
-export function isAlive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
-  } catch {
-    return false;
-  }
-}
-
-/** Pids of every descendant of `pid` (children first). */
-export function descendantPids(pid: number): number[] {
-  const out: number[] = [];
-  const queue = [pid];
-  while (queue.length > 0) {
-    for (const child of childPids(queue.shift()!)) {
-      out.push(child);
-      queue.push(child);
-    }
-  }
-  return out;
-}
-
-/** Pids of the processes whose command line contains `needle`. */
-export function pidsRunning(needle: string): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/cmdline`, "utf8").includes(needle) && isAlive(Number(entry))) {
-        out.push(Number(entry));
-      }
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
 }

@@ -9,6 +9,7 @@ export {
   type SandboxMode,
   startMockEnvironment,
 } from "./harness.js";
+export { childPids, cmdline, cpuMs, descendantPids, isAlive, pidsRunning, rssMiB } from "./processes.js";
 export {
   CapturedRequest,
   type CapturedRequestInit,
