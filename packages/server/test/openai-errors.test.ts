@@ -11,6 +11,7 @@ import {
   InternalServerError,
   NotFoundError,
   RateLimitError,
+  UnprocessableEntityError,
 } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ServerFixture, startServer } from "./fixture.js";
@@ -138,6 +139,23 @@ describe("client mistakes and unimplemented endpoints", () => {
     expect(res.status).toBe(404);
     expect(res.headers.get("content-type")).toMatch(/^application\/json/);
     expect(((await res.json()) as { error: { type: string } }).error.type).toBe("not_found_error");
+  });
+
+  it("422 UnprocessableEntityError for a well-formed request this server cannot serve (hosted environment)", async () => {
+    const before = (await client.beta.agents.sessions.list({ limit: 100 })).data.length;
+    const e = expectApiError(
+      await rejection(
+        client.beta.agents.sessions.create({
+          agent: { model: "mock-model" },
+          environment: { type: "openai_hosted" },
+        }),
+      ),
+      UnprocessableEntityError,
+      422,
+    );
+    expect(e.param).toBe("environment.type");
+    expect(e.message).toMatch(/self_hosted/);
+    expect((await client.beta.agents.sessions.list({ limit: 100 })).data.length).toBe(before);
   });
 
   it("409 ConflictError when deleting a session while a turn runs (thrown, not retried)", async () => {

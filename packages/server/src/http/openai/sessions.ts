@@ -2,7 +2,7 @@ import { InvalidRequestError } from "@codex-agent-api/codex";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { AppDeps } from "../../app.js";
-import { badRequest, conflict } from "../../domain/errors.js";
+import { badRequest, conflict, unprocessable } from "../../domain/errors.js";
 import { EventType, TERMINAL_TURN_EVENTS } from "../../domain/events.js";
 import { parseGoalOption } from "../../domain/goals.js";
 import { hasContent, parseInput, type TurnInput } from "../../domain/input.js";
@@ -168,6 +168,12 @@ export function openaiSessionHandlers(deps: AppDeps): Handlers {
   return {
     createSession: async (req, reply) => {
       const b = parse(SessionCreate, req.body);
+      if (b.environment?.type === "openai_hosted") {
+        throw unprocessable(
+          "This server runs sessions in its own workspace: use environment {type: 'none'} or {type: 'self_hosted'}",
+          "environment.type",
+        );
+      }
       const a = b.agent ?? {};
       const fields: SessionFields = {
         ...(b.agent_id ? { agent_id: b.agent_id } : {}),
