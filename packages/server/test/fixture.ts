@@ -71,6 +71,20 @@ export interface SseEvent {
   data: Record<string, unknown>;
 }
 
+/** One SSE block; null for comments (keep-alives) and `[DONE]`. */
+export function parseSseBlock(block: string): SseEvent | null {
+  let id: string | null = null;
+  let event: string | null = null;
+  const data: string[] = [];
+  for (const line of block.split("\n")) {
+    if (line.startsWith("id: ")) id = line.slice(4);
+    else if (line.startsWith("event: ")) event = line.slice(7);
+    else if (line.startsWith("data: ")) data.push(line.slice(6));
+  }
+  if (data.length === 0 || data[0] === "[DONE]") return null;
+  return { id, event, data: JSON.parse(data.join("\n")) as Record<string, unknown> };
+}
+
 /** Reads an SSE response to its end (or until `stop` says so), parsing frames. */
 export async function readSse(res: Response, stop?: (e: SseEvent) => boolean): Promise<SseEvent[]> {
   const events: SseEvent[] = [];
@@ -86,16 +100,8 @@ export async function readSse(res: Response, stop?: (e: SseEvent) => boolean): P
       const block = buffer.slice(0, idx);
       buffer = buffer.slice(idx + 2);
       idx = buffer.indexOf("\n\n");
-      let id: string | null = null;
-      let event: string | null = null;
-      const data: string[] = [];
-      for (const line of block.split("\n")) {
-        if (line.startsWith("id: ")) id = line.slice(4);
-        else if (line.startsWith("event: ")) event = line.slice(7);
-        else if (line.startsWith("data: ")) data.push(line.slice(6));
-      }
-      if (data.length === 0 || data[0] === "[DONE]") continue;
-      const e = { id, event, data: JSON.parse(data.join("\n")) as Record<string, unknown> };
+      const e = parseSseBlock(block);
+      if (!e) continue;
       events.push(e);
       if (stop?.(e)) {
         await reader.cancel();

@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 import { request as httpRequest, type IncomingMessage } from "node:http";
 import { type CapturedRequest, ev, Gate, scripts } from "@codex-agent-api/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ServerFixture, type SseEvent, startServer, waitFor } from "./fixture.js";
+import { parseSseBlock, type ServerFixture, type SseEvent, startServer, waitFor } from "./fixture.js";
 
 const SESSIONS = "/v1/agents/sessions";
 
@@ -39,7 +39,7 @@ class SseReader {
       }
       this.buffer += this.decoder.decode(value, { stream: true });
       for (let idx = this.buffer.indexOf("\n\n"); idx >= 0; idx = this.buffer.indexOf("\n\n")) {
-        const frame = parseBlock(this.buffer.slice(0, idx));
+        const frame = parseSseBlock(this.buffer.slice(0, idx));
         this.buffer = this.buffer.slice(idx + 2);
         if (frame) this.pending.push(frame);
       }
@@ -68,25 +68,11 @@ class SseReader {
   }
 }
 
-/** One SSE block; null for comments (keep-alives) and `[DONE]`. */
-function parseBlock(block: string): SseEvent | null {
-  let id: string | null = null;
-  let event: string | null = null;
-  const data: string[] = [];
-  for (const line of block.split("\n")) {
-    if (line.startsWith("id: ")) id = line.slice(4);
-    else if (line.startsWith("event: ")) event = line.slice(7);
-    else if (line.startsWith("data: ")) data.push(line.slice(6));
-  }
-  if (data.length === 0 || data[0] === "[DONE]") return null;
-  return { id, event, data: JSON.parse(data.join("\n")) as Record<string, unknown> };
-}
-
 function parseAll(text: string): SseEvent[] {
   const frames: SseEvent[] = [];
   for (const block of text.split("\n\n")) {
     if (block.trim() === "") continue;
-    const f = parseBlock(block);
+    const f = parseSseBlock(block);
     if (f) frames.push(f);
   }
   return frames;

@@ -8,12 +8,14 @@ function snake(type: string): string {
   return type.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 }
 
-/** null for items the template never showed (the user's own message). */
+/** Engine item types the template never showed (the user's own message). */
+export const HIDDEN_ITEM_TYPES: readonly string[] = ["userMessage"];
+
+/** null for items the template never showed. */
 export function toExecItem(raw: Record<string, unknown>): Record<string, unknown> | null {
   const item = raw as Item;
+  if (HIDDEN_ITEM_TYPES.includes(item.type)) return null;
   switch (item.type) {
-    case "userMessage":
-      return null;
     case "agentMessage":
       return { id: item.id, type: "agent_message", text: item.text ?? "" };
     case "reasoning": {

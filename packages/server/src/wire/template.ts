@@ -7,6 +7,8 @@ import { type Goal, goalObject } from "../domain/goals.js";
 import type { AgentRecord, EventRecord, ItemRecord, SessionRecord, Usage } from "../store/types.js";
 import { toExecItem } from "./exec-items.js";
 
+export { HIDDEN_ITEM_TYPES } from "./exec-items.js";
+
 const secs = (t: number) => Math.floor(t);
 
 export function agentObject(a: AgentRecord) {
@@ -49,9 +51,6 @@ export function sessionObject(s: SessionRecord) {
     metadata: s.metadata,
   };
 }
-
-/** Engine item types the template never shows (see exec-items.ts). */
-export const HIDDEN_ITEM_TYPES: readonly string[] = ["userMessage"];
 
 /** An item as the template's /items listed it: the completed-item event wrapper. */
 export function itemObject(i: ItemRecord): Record<string, unknown> | null {

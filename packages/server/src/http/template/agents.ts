@@ -4,6 +4,7 @@ import type { AppDeps } from "../../app.js";
 import * as template from "../../wire/template.js";
 import type { Handlers } from "../routes.js";
 import { Metadata, parse } from "../validate.js";
+import { allPages } from "./all-pages.js";
 
 export const AgentBody = z
   .object({
@@ -33,17 +34,10 @@ export function templateAgentHandlers(deps: AppDeps): Handlers {
       );
     },
 
-    listAgents: async () => {
-      const data = [];
-      let after: string | undefined;
-      for (;;) {
-        const page = agents.list({ order: "asc", limit: 1000, ...(after ? { after } : {}) });
-        data.push(...page.data.map(template.agentObject));
-        if (!page.has_more || page.data.length === 0) break;
-        after = page.data.at(-1)!.id;
-      }
-      return { object: "list", data };
-    },
+    listAgents: async () => ({
+      object: "list",
+      data: allPages((o) => agents.list(o)).map(template.agentObject),
+    }),
 
     getAgent: async (req: FastifyRequest<{ Params: Params }>) =>
       template.agentObject(agents.get(req.params.agent_id)),

@@ -11,6 +11,7 @@ import * as template from "../../wire/template.js";
 import type { Handlers } from "../routes.js";
 import { type Frame, parseCursor, streamLog } from "../sse.js";
 import { Metadata, parse } from "../validate.js";
+import { allPages } from "./all-pages.js";
 
 const InlineAgent = z
   .object({
@@ -146,17 +147,10 @@ export function templateSessionHandlers(deps: AppDeps): Handlers {
       return template.sessionWithOutput(done, lastItems(done));
     },
 
-    listSessions: async () => {
-      const data = [];
-      let after: string | undefined;
-      for (;;) {
-        const page = sessions.list({ order: "asc", limit: 1000, ...(after ? { after } : {}) });
-        data.push(...page.data.map(template.sessionObject));
-        if (!page.has_more || page.data.length === 0) break;
-        after = page.data.at(-1)!.id;
-      }
-      return { object: "list", data };
-    },
+    listSessions: async () => ({
+      object: "list",
+      data: allPages((o) => sessions.list(o)).map(template.sessionObject),
+    }),
 
     getSession: async (req: FastifyRequest<{ Params: Params }>) => {
       const s = sessions.get(req.params.session_id);
@@ -232,19 +226,10 @@ export function templateSessionHandlers(deps: AppDeps): Handlers {
 
     listItems: async (req: FastifyRequest<{ Params: Params }>) => {
       const s = sessions.get(req.params.session_id);
-      const data = [];
-      let after: string | undefined;
-      for (;;) {
-        const page = store.listItems(s.id, { order: "asc", limit: 1000, ...(after ? { after } : {}) });
-        for (const i of page.data) {
-          const o = template.itemObject(i);
-          if (o) data.push(o);
-        }
-        const last = page.data.at(-1);
-        if (!page.has_more || !last || (after !== undefined && data.length >= store.countItems(s.id))) break;
-        after = last.id;
-      }
-      return { object: "list", data };
+      const items = allPages((o) =>
+        store.listItems(s.id, { ...o, exclude_types: template.HIDDEN_ITEM_TYPES }),
+      );
+      return { object: "list", data: items.flatMap((i) => template.itemObject(i) ?? []) };
     },
   };
 }
