@@ -1,4 +1,3 @@
-import { InvalidRequestError } from "@codex-agent-api/codex";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { AppDeps } from "../../app.js";
@@ -156,11 +155,7 @@ export function openaiSessionHandlers(deps: AppDeps): Handlers {
         sessions.startTurn(sessionId, input);
         return;
       }
-      try {
-        if (await sessions.steer(sessionId, input)) return;
-      } catch (err) {
-        if (!(err instanceof InvalidRequestError)) throw err;
-      }
+      if (await sessions.steer(sessionId, input)) return;
       await sessions.waitForTurn(sessionId, running.id);
     }
   };
