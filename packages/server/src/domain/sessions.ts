@@ -138,9 +138,14 @@ export class SessionService {
   async delete(id: string): Promise<void> {
     const s = this.get(id);
     await this.runner.abort(id, "session deleted");
-    this.deps.hub.closeSession(id);
+    this.remove(s);
+  }
+
+  /** Drops an idle session: its subscribers, its engine thread, its records. */
+  private remove(s: SessionRecord): void {
+    this.deps.hub.closeSession(s.id);
     if (s.thread_id) this.deps.pool.forget(s.thread_id);
-    this.deps.store.deleteSession(id);
+    this.deps.store.deleteSession(s.id);
   }
 
   /** 409 when the session has a running turn. */
@@ -291,9 +296,7 @@ export class SessionService {
     const stale = this.deps.store.listIdleSessionsBefore(nowSeconds() - ttl, 1000);
     for (const s of stale) {
       if (this.runner.isActive(s.id)) continue;
-      this.deps.hub.closeSession(s.id);
-      if (s.thread_id) this.deps.pool.forget(s.thread_id);
-      this.deps.store.deleteSession(s.id);
+      this.remove(s);
       this.deps.logger.info({ session: s.id }, "session expired");
     }
     return stale.length;
