@@ -2,6 +2,7 @@ import { statSync } from "node:fs";
 import type { FastifyRequest } from "fastify";
 import type { AppDeps } from "../../app.js";
 import type { SessionRecord, Store } from "../../store/types.js";
+import * as openai from "../../wire/openai.js";
 import {
   type ArtifactInfo,
   contentTypeFor,
@@ -72,14 +73,7 @@ export function openaiArtifactHandlers(deps: AppDeps): Handlers {
         p = listArtifacts(s.workspace, { limit, ...(q.after ? { after: q.after } : {}) });
       }
       const turnOf = turnAttribution(store, s);
-      const data = p.data.map((a) => artifactObject(s, a, turnOf));
-      return {
-        object: "list",
-        data,
-        first_id: data[0]?.id ?? null,
-        last_id: data.at(-1)?.id ?? null,
-        has_more: p.has_more,
-      };
+      return openai.page({ data: p.data.map((a) => artifactObject(s, a, turnOf)), has_more: p.has_more });
     },
     getArtifact: async (req: FastifyRequest<{ Params: ArtifactParams }>) => {
       const s = sessions.get(req.params.session_id);
