@@ -12,6 +12,7 @@ import { healthRoutes } from "./http/health.js";
 import { openaiHandlers } from "./http/openai/index.js";
 import { registerRoutes } from "./http/routes.js";
 import { templateHandlers } from "./http/template/index.js";
+import { installTrustBoundaries } from "./http/trust.js";
 import type { Store } from "./store/types.js";
 import type { EventHub } from "./stream/hub.js";
 
@@ -78,7 +79,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       sendError(req, reply, badRequest(err.message));
     },
   });
-  // Bodies are JSON whatever the Content-Type says (curl -d sends form encoding by default).
+  // Only JSON reaches the parser (http/trust.ts answers 415 to anything else before the body is read).
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", { parseAs: "string" }, (_req, body, done) => {
     try {
@@ -88,6 +89,10 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     }
   });
   installErrorHandling(app);
+  installTrustBoundaries(app, {
+    allowedHosts: new Set(deps.config.allowedHosts),
+    corsOrigins: new Set(deps.config.corsOrigins),
+  });
   installAuth(app, deps.config.token);
   healthRoutes(app, deps);
   registerRoutes(app, {

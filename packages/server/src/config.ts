@@ -19,6 +19,10 @@ export interface Config {
     | { kind: "mock" };
   token: string | null;
   insecureNoAuth: boolean;
+  /** Host names the Host header may carry (empty: any). Loopback binds always include the loopback names. */
+  allowedHosts: string[];
+  /** Browser origins allowed besides the service's own (`scheme://host[:port]`). */
+  corsOrigins: string[];
   maxSessions: number;
   /** Idle sessions older than this are deleted; 0 = never. */
   sessionTtlSeconds: number;
@@ -58,6 +62,8 @@ Options (environment variable in brackets):
   --mock-model               start the scripted mock model in-process (offline demo, no key needed)
   --token <secret>           require this token (AGENT_API_TOKEN or EBX_SERVER_TOKEN)
   --insecure-no-auth         allow a non-loopback bind without a token
+  --allowed-host <name>      also answer to this Host name, repeatable (AGENT_ALLOWED_HOSTS, comma-separated)
+  --cors-origin <origin>     allow this browser origin, repeatable (AGENT_CORS_ORIGINS, comma-separated)
   --max-sessions <n>         stored sessions cap, 429 beyond (AGENT_MAX_SESSIONS, default 1000)
   --session-ttl <seconds>    delete sessions idle this long, 0 = never (AGENT_SESSION_TTL, default 0)
   --turn-timeout <seconds>   per-turn timeout (AGENT_TURN_TIMEOUT, default 300)
@@ -86,6 +92,9 @@ function int(
   return n;
 }
 
+/** Names a loopback bind always answers to (the Host header check against DNS rebinding). */
+export const LOOPBACK_HOST_NAMES: readonly string[] = ["localhost", "127.0.0.1", "[::1]"];
+
 const LOOPBACK = new Set(["localhost", "::1", "0:0:0:0:0:0:0:1"]);
 
 /** Loopback addresses only: 127.0.0.0/8 (also IPv4-mapped), ::1, localhost. A host NAME like "127.x.com" is not. */
@@ -113,6 +122,8 @@ export function loadConfig(
       "mock-model": { type: "boolean" },
       token: { type: "string" },
       "insecure-no-auth": { type: "boolean" },
+      "allowed-host": { type: "string", multiple: true },
+      "cors-origin": { type: "string", multiple: true },
       "max-sessions": { type: "string" },
       "session-ttl": { type: "string" },
       "turn-timeout": { type: "string" },
@@ -144,8 +155,33 @@ export function loadConfig(
       `refusing to bind ${host} without a token: set AGENT_API_TOKEN (or --token), or pass --insecure-no-auth`,
     );
   }
+  const list = (flag: string[] | undefined, raw: string | undefined) =>
+    (flag ?? (raw ?? "").split(",")).map((v) => v.trim()).filter((v) => v !== "");
+  const extraHosts = list(values["allowed-host"], env.AGENT_ALLOWED_HOSTS).map((h) => h.toLowerCase());
+  for (const h of extraHosts) {
+    if (!/^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)$/.test(h)) {
+      throw new ConfigError(`--allowed-host takes a host name without scheme or port, got "${h}"`);
+    }
+  }
+  const corsOrigins = list(values["cors-origin"], env.AGENT_CORS_ORIGINS);
+  for (const o of corsOrigins) {
+    let url: URL | null = null;
+    try {
+      url = new URL(o);
+    } catch {
+      url = null;
+    }
+    if (!url || url.origin !== o) {
+      throw new ConfigError(`--cors-origin takes an origin like https://console.example.com, got "${o}"`);
+    }
+  }
+  // A loopback bind answers to loopback names only (DNS rebinding); other binds to any name unless told.
+  const allowedHosts =
+    isLoopback(host) || extraHosts.length > 0 ? [...LOOPBACK_HOST_NAMES, ...extraHosts] : [];
   return {
     host,
+    allowedHosts,
+    corsOrigins,
     port: int("--port", values.port ?? env.PORT, 9000, 0, 65535),
     dataDir,
     workspaceRoot: abs(values.workspace ?? env.WORKSPACE ?? `${dataDir}/workspace`),

@@ -9,6 +9,8 @@ export type ErrorKind =
   | "not_found"
   | "conflict"
   | "payload_too_large"
+  | "unsupported_media_type"
+  | "misdirected"
   | "unprocessable"
   | "capacity"
   | "not_implemented"

@@ -9,6 +9,8 @@ const STATUS: Record<ErrorKind, number> = {
   not_found: 404,
   conflict: 409,
   payload_too_large: 413,
+  unsupported_media_type: 415,
+  misdirected: 421,
   unprocessable: 422,
   capacity: 429,
   not_implemented: 501,
@@ -22,6 +24,8 @@ const OPENAI_TYPE: Record<ErrorKind, string> = {
   not_found: "not_found_error",
   conflict: "conflict_error",
   payload_too_large: "invalid_request_error",
+  unsupported_media_type: "invalid_request_error",
+  misdirected: "invalid_request_error",
   unprocessable: "invalid_request_error",
   capacity: "rate_limit_error",
   not_implemented: "not_implemented_error",
@@ -31,6 +35,9 @@ const OPENAI_TYPE: Record<ErrorKind, string> = {
 /** Client mistakes: retrying the same request cannot help (the openai SDK retries 409/429/5xx otherwise). */
 const NO_RETRY: ReadonlySet<ErrorKind> = new Set([
   "conflict",
+  "unsupported_media_type",
+  "misdirected",
+  "forbidden",
   "not_implemented",
   "bad_request",
   "unprocessable",
