@@ -6,6 +6,7 @@ const src = (pkg: string) => fileURLToPath(new URL(`./packages/${pkg}/src/index.
 export default defineConfig({
   resolve: {
     alias: {
+      "@codex-agent-api/mock-model": src("mock-model"),
       "@codex-agent-api/testkit": src("testkit"),
       "@codex-agent-api/codex": src("codex"),
     },

@@ -2,7 +2,7 @@
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Fallback, MockResponsesServer } from "./server.js";
+import { type Fallback, MockResponsesServer } from "@codex-agent-api/mock-model";
 
 export type ApprovalPolicy = "never" | "on-request" | "untrusted";
 export type SandboxMode = "read-only" | "workspace-write" | "danger-full-access";

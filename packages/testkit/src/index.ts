@@ -1,3 +1,5 @@
+// The mock Responses API lives in @codex-agent-api/mock-model; re-exported so existing imports keep working.
+export * from "@codex-agent-api/mock-model";
 export {
   type ApprovalPolicy,
   type CodexConfigTomlOptions,
@@ -10,30 +12,3 @@ export {
   startMockEnvironment,
 } from "./harness.js";
 export { childPids, cmdline, cpuMs, descendantPids, isAlive, pidsRunning, rssMiB } from "./processes.js";
-export {
-  CapturedRequest,
-  type CapturedRequestInit,
-  type FunctionCallItem,
-  type FunctionCallOutput,
-  type MessageRole,
-  normaliseToolOutput,
-} from "./request.js";
-export { GOAL_PROMPT_PREFIX, type ScriptedModelOptions, scriptedModel } from "./scripted-model.js";
-export {
-  type Fallback,
-  MockResponsesServer,
-  type MockResponsesServerOptions,
-  type Route,
-  type WaitForRequestsOptions,
-} from "./server.js";
-export {
-  ev,
-  formatSse,
-  formatSseEvent,
-  Gate,
-  type ResponseScript,
-  type SseEvent,
-  scripts,
-  type Usage,
-  usageToWire,
-} from "./sse.js";
