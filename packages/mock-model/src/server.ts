@@ -19,6 +19,12 @@ export type Fallback = (req: CapturedRequest) => ResponseScript;
 export interface MockResponsesServerOptions {
   /** Used when no queued script matches; `null` (default) answers HTTP 500 "no queued response". */
   fallback?: Fallback | null;
+  /**
+   * How many of the most recent requests `requests()` keeps: `true` (default) keeps all of them, as tests
+   * want; `false` or `0` keeps none; `n` keeps the last n. A long-running service should pass 0 or a small
+   * number: nothing else the server holds grows with the number of requests served.
+   */
+  capture?: number | boolean;
 }
 
 export interface WaitForRequestsOptions {
@@ -52,6 +58,15 @@ function matches(req: CapturedRequest, route: Route | undefined): boolean {
   return route(req);
 }
 
+function captureLimit(capture: number | boolean | undefined): number {
+  if (capture === undefined || capture === true) return Number.POSITIVE_INFINITY;
+  if (capture === false) return 0;
+  if (!Number.isInteger(capture) || capture < 0) {
+    throw new RangeError(`capture must be a boolean or a non-negative integer, got ${capture}`);
+  }
+  return capture;
+}
+
 function describeRoute(route: Route | undefined): string {
   if (route === undefined) return "";
   if (typeof route === "string") return ` for thread ${route}`;
@@ -77,21 +92,26 @@ export class MockResponsesServer {
   readonly #waiters = new Set<Waiter>();
   readonly #streams = new Set<AbortController>();
   #fallback: Fallback | null;
+  /** Maximum number of captured requests kept (`Infinity` = all). */
+  readonly #captureLimit: number;
+  #received = 0;
   #closed = false;
   /** Base URL for the engine's model provider, e.g. `http://127.0.0.1:PORT/v1`. */
   readonly url: string;
   readonly port: number;
 
-  private constructor(server: Server, port: number, fallback: Fallback | null) {
+  private constructor(server: Server, port: number, fallback: Fallback | null, limit: number) {
     this.#server = server;
     this.port = port;
     this.url = `http://127.0.0.1:${port}/v1`;
     this.#fallback = fallback;
+    this.#captureLimit = limit;
     this.#emitter.setMaxListeners(0);
   }
 
   /** Starts a server on 127.0.0.1 with a random port. */
   static async start(opts: MockResponsesServerOptions = {}): Promise<MockResponsesServer> {
+    const limit = captureLimit(opts.capture);
     let mock: MockResponsesServer | undefined;
     const server = createServer((req, res) => {
       void mock?.handle(req, res).catch((err: unknown) => {
@@ -109,7 +129,7 @@ export class MockResponsesServer {
       });
     });
     const { port } = server.address() as AddressInfo;
-    mock = new MockResponsesServer(server, port, opts.fallback ?? null);
+    mock = new MockResponsesServer(server, port, opts.fallback ?? null, limit);
     return mock;
   }
 
@@ -144,7 +164,15 @@ export class MockResponsesServer {
     this.#fallback = fallback;
   }
 
-  /** Every `POST …/responses` seen, in arrival order, optionally filtered by route. */
+  /** How many `POST …/responses` arrived since start (or the last `reset()`), captured or not. */
+  get received(): number {
+    return this.#received;
+  }
+
+  /**
+   * The captured `POST …/responses` requests (all of them, or the most recent ones when `capture` is
+   * bounded), in arrival order, optionally filtered by route.
+   */
   requests(route?: Route): CapturedRequest[] {
     return this.#requests.filter((r) => matches(r, route));
   }
@@ -171,7 +199,7 @@ export class MockResponsesServer {
           reject(
             new Error(
               `waitForRequests: timed out after ${timeoutMs}ms waiting for ${n} request(s)${describeRoute(route)}; ` +
-                `${got} arrived (${this.#requests.length} in total)`,
+                `${got} arrived (${this.#received} in total)`,
             ),
           );
         }, timeoutMs),
@@ -197,6 +225,7 @@ export class MockResponsesServer {
     this.#predicateQueue.length = 0;
     this.#threadQueues.clear();
     this.#requests.length = 0;
+    this.#received = 0;
   }
 
   /** Stops listening, ends in-flight streams and rejects pending waiters. */
@@ -261,7 +290,12 @@ export class MockResponsesServer {
       headers,
       rawBody: raw.toString("utf8"),
     });
-    this.#requests.push(captured);
+    this.#received += 1;
+    if (this.#captureLimit > 0) {
+      this.#requests.push(captured);
+      const excess = this.#requests.length - this.#captureLimit;
+      if (excess > 0) this.#requests.splice(0, excess);
+    }
     this.#emitter.emit("request", captured);
     for (const waiter of [...this.#waiters]) {
       const got = this.requests(waiter.route);
@@ -278,7 +312,11 @@ export class MockResponsesServer {
   private choose(req: CapturedRequest): ResponseScript | undefined {
     if (req.threadId !== undefined) {
       const queue = this.#threadQueues.get(req.threadId);
-      if (queue && queue.length > 0) return queue.shift();
+      if (queue && queue.length > 0) {
+        const script = queue.shift();
+        if (queue.length === 0) this.#threadQueues.delete(req.threadId);
+        return script;
+      }
     }
     const index = this.#predicateQueue.findIndex((entry) => {
       try {

@@ -118,3 +118,77 @@ describe("MockResponsesServer", () => {
     expect(seen).toEqual(["Z"]);
   });
 });
+
+describe("MockResponsesServer capture option (bounded memory)", () => {
+  const many = async (mock: MockResponsesServer, n: number, size = 0) => {
+    for (let i = 0; i < n; i += 8) {
+      await Promise.all(
+        Array.from({ length: Math.min(8, n - i) }, (_, j) =>
+          postResponses(mock, { ...body(`thread-${i + j}`, `req ${i + j}`), padding: "x".repeat(size) }),
+        ),
+      );
+    }
+  };
+
+  it("capture: 0 keeps no request however many arrive; listeners still see each one", async () => {
+    const mock = await MockResponsesServer.start({
+      capture: 0,
+      fallback: () => scripts.assistantMessage("ok"),
+    });
+    try {
+      let seen = 0;
+      mock.onRequest(() => {
+        seen += 1;
+      });
+      await many(mock, 400, 10_000);
+      expect(mock.requests()).toEqual([]);
+      expect(mock.received).toBe(400);
+      expect(seen).toBe(400);
+      expect(mock.pending()).toBe(0);
+    } finally {
+      await mock.close();
+    }
+  });
+
+  it("capture: n keeps only the n most recent requests, in arrival order", async () => {
+    const mock = await MockResponsesServer.start({
+      capture: 3,
+      fallback: () => scripts.assistantMessage("ok"),
+    });
+    try {
+      for (let round = 1; round <= 4; round++) {
+        await many(mock, 50);
+        expect(mock.requests()).toHaveLength(3);
+      }
+      expect(mock.received).toBe(200);
+      for (const text of ["one", "two", "three", "four"]) await postResponses(mock, body("T", text));
+      expect(mock.requests().map((r) => r.lastUserText())).toEqual(["two", "three", "four"]);
+      expect(await mock.waitForRequests(2)).toHaveLength(3);
+      // per-thread queues are dropped once drained
+      for (let i = 0; i < 100; i++) mock.enqueueAssistantMessage(`for ${i}`, { route: `thread-${i}` });
+      expect(mock.pending()).toBe(100);
+      await many(mock, 100);
+      expect(mock.pending()).toBe(0);
+      expect(mock.requests()).toHaveLength(3);
+    } finally {
+      await mock.close();
+    }
+  });
+
+  it("capture: true (the default) keeps everything; invalid values are refused", async () => {
+    const mock = await MockResponsesServer.start({
+      capture: true,
+      fallback: () => scripts.assistantMessage("ok"),
+    });
+    try {
+      await many(mock, 20);
+      expect(mock.requests()).toHaveLength(20);
+      mock.reset();
+      expect(mock.received).toBe(0);
+    } finally {
+      await mock.close();
+    }
+    await expect(MockResponsesServer.start({ capture: -1 })).rejects.toThrow(RangeError);
+    await expect(MockResponsesServer.start({ capture: 1.5 })).rejects.toThrow(RangeError);
+  });
+});

@@ -2,7 +2,7 @@
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Fallback, MockResponsesServer } from "@codex-agent-api/mock-model";
+import { MockResponsesServer, type MockResponsesServerOptions } from "@codex-agent-api/mock-model";
 
 export type ApprovalPolicy = "never" | "on-request" | "untrusted";
 export type SandboxMode = "read-only" | "workspace-write" | "danger-full-access";
@@ -130,10 +130,12 @@ export interface MockEnvironment {
 
 /** Starts a mock and creates a CODEX_HOME pointing at it. */
 export async function startMockEnvironment(
-  opts: Partial<CodexHomeOptions> & { fallback?: Fallback | null } = {},
+  opts: Partial<CodexHomeOptions> & MockResponsesServerOptions = {},
 ): Promise<MockEnvironment> {
-  const { fallback, ...homeOpts } = opts;
-  const mock = await MockResponsesServer.start({ fallback: fallback ?? null });
+  const { fallback, capture, ...homeOpts } = opts;
+  const mockOpts: MockResponsesServerOptions = { fallback: fallback ?? null };
+  if (capture !== undefined) mockOpts.capture = capture;
+  const mock = await MockResponsesServer.start(mockOpts);
   try {
     const home = await createCodexHome({ ...homeOpts, mockUrl: homeOpts.mockUrl ?? mock.url });
     return {
