@@ -11,4 +11,16 @@ export {
   type SandboxMode,
   startMockEnvironment,
 } from "./harness.js";
+export {
+  createMcpServer,
+  defaultMcpTools,
+  type McpHttpServer,
+  type McpHttpServerOptions,
+  type McpRecordedRequest,
+  type McpTool,
+  type McpToolContext,
+  mcpStdioServerPath,
+  runMcpStdioServer,
+  startMcpHttpServer,
+} from "./mcp.js";
 export { childPids, cmdline, cpuMs, descendantPids, isAlive, pidsRunning, rssMiB } from "./processes.js";
