@@ -6,7 +6,15 @@ export {
   type MessageRole,
   normaliseToolOutput,
 } from "./request.js";
-export { GOAL_PROMPT_PREFIX, type ScriptedModelOptions, scriptedModel } from "./scripted-model.js";
+export {
+  GOAL_PROMPT_PREFIX,
+  MULTI_AGENT_NAMESPACE,
+  mcpNamespace,
+  type ScriptedModelOptions,
+  SUBAGENT_NOTIFICATION_PREFIX,
+  scriptedModel,
+  toolOutputText,
+} from "./scripted-model.js";
 export {
   type Fallback,
   MockResponsesServer,
@@ -16,6 +24,7 @@ export {
 } from "./server.js";
 export {
   ev,
+  type FunctionCallSpec,
   formatSse,
   formatSseEvent,
   Gate,

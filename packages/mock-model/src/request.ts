@@ -8,7 +8,8 @@ function isRecord(value: unknown): value is Json {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-function contentText(content: unknown): string[] {
+/** The text parts of a message `content` (a string, or `input_text` / `output_text` parts). */
+export function contentText(content: unknown): string[] {
   if (typeof content === "string") return [content];
   if (!Array.isArray(content)) return [];
   const texts: string[] = [];
@@ -62,8 +63,14 @@ export class CapturedRequest {
   readonly rawBody: string;
   /** Parsed JSON body; `{}` if the body was not a JSON object. */
   readonly body: Record<string, unknown>;
-  /** `body.prompt_cache_key`, which the engine sets to the thread id. */
+  /**
+   * The thread the request is for: `thread_id` of the turn metadata, else `body.prompt_cache_key`. They are
+   * equal except for sub-agents: a spawned child thread's requests carry the ROOT thread's id (the session
+   * id) as `prompt_cache_key`.
+   */
   readonly threadId: string | undefined;
+  /** `body.prompt_cache_key` (the session id: the thread id, or the root thread's id for sub-agents). */
+  readonly promptCacheKey: string | undefined;
   readonly model: string | undefined;
   /** Wall-clock arrival time (ms since epoch). */
   readonly receivedAt: number;
@@ -85,7 +92,9 @@ export class CapturedRequest {
       }
     }
     this.body = body;
-    this.threadId = typeof body.prompt_cache_key === "string" ? body.prompt_cache_key : undefined;
+    this.promptCacheKey = typeof body.prompt_cache_key === "string" ? body.prompt_cache_key : undefined;
+    const metaThread = this.turnMetadata()?.thread_id;
+    this.threadId = typeof metaThread === "string" ? metaThread : this.promptCacheKey;
     this.model = typeof body.model === "string" ? body.model : undefined;
     this.receivedAt = Date.now();
   }

@@ -66,17 +66,16 @@ export const ev = {
   assistantMessage(itemId: string, text: string): SseEvent {
     return { type: "response.output_item.done", item: messageItem(itemId, text) };
   },
-  /** `response.output_item.done` carrying a `function_call`; object arguments are JSON-encoded. */
-  functionCall(callId: string, name: string, args: string | object): SseEvent {
-    return {
-      type: "response.output_item.done",
-      item: {
-        type: "function_call",
-        call_id: callId,
-        name,
-        arguments: typeof args === "string" ? args : JSON.stringify(args),
-      },
-    };
+  /**
+   * `response.output_item.done` carrying a `function_call`; object arguments are JSON-encoded. A tool
+   * declared inside a namespace (`mcp__<label>`, `multi_agent_v1`, a dynamic-tool namespace) is called with
+   * its plain `name` plus `namespace`; `mcp__demo__echo`-style flat names are "unsupported call"s.
+   */
+  functionCall(callId: string, name: string, args: string | object, namespace?: string): SseEvent {
+    const item: Record<string, unknown> = { type: "function_call", call_id: callId, name };
+    if (namespace !== undefined) item.namespace = namespace;
+    item.arguments = typeof args === "string" ? args : JSON.stringify(args);
+    return { type: "response.output_item.done", item };
   },
   /** `response.completed` with usage (default 1 input / 0 cached / 1 output / 0 reasoning / 2 total). */
   completed(responseId: string, usage?: Usage): SseEvent {
@@ -162,6 +161,18 @@ interface IdUsageOpts {
 
 interface FunctionCallOpts extends IdUsageOpts {
   callId?: string;
+  /** The tool's namespace (e.g. `mcp__demo`, `multi_agent_v1`). */
+  namespace?: string;
+}
+
+/** One call of {@link scripts.functionCalls}. */
+export interface FunctionCallSpec {
+  name: string;
+  /** A JSON text, or an object to encode. */
+  arguments: string | object;
+  namespace?: string;
+  /** Default `call-<responseId>-<index>`. */
+  callId?: string;
 }
 
 let autoId = 0;
@@ -214,7 +225,22 @@ export const scripts = {
       kind: "sse",
       events: [
         ev.responseCreated(responseId),
-        ev.functionCall(opts.callId ?? `call-${responseId}`, name, args),
+        ev.functionCall(opts.callId ?? `call-${responseId}`, name, args, opts.namespace),
+        ev.completed(responseId, opts.usage),
+      ],
+    };
+  },
+
+  /** Several function calls in ONE response (parallel tool calls): created, one item per call, completed. */
+  functionCalls(calls: FunctionCallSpec[], opts: IdUsageOpts = {}): ResponseScript {
+    const responseId = opts.responseId ?? nextId("resp");
+    return {
+      kind: "sse",
+      events: [
+        ev.responseCreated(responseId),
+        ...calls.map((c, i) =>
+          ev.functionCall(c.callId ?? `call-${responseId}-${i}`, c.name, c.arguments, c.namespace),
+        ),
         ev.completed(responseId, opts.usage),
       ],
     };

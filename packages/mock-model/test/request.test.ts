@@ -97,4 +97,14 @@ describe("CapturedRequest", () => {
     expect(r.threadId).toBeUndefined();
     expect(r.isGoalContinuation()).toBe(false);
   });
+
+  it("threadId is the turn metadata's thread id (a sub-agent's prompt_cache_key is the root thread's)", () => {
+    const body = requestBody([...prelude, userMessage("hi")], { threadId: "child" });
+    const child = CapturedRequest.fromBody({ ...body, prompt_cache_key: "root" });
+    expect(child.threadId).toBe("child");
+    expect(child.promptCacheKey).toBe("root");
+    const bare = CapturedRequest.fromBody({ prompt_cache_key: "T", input: [] });
+    expect(bare.threadId).toBe("T");
+    expect(bare.promptCacheKey).toBe("T");
+  });
 });

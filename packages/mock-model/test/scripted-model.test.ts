@@ -31,6 +31,30 @@ function call(script: ResponseScript): { call_id: string; name: string; argument
   return done?.item as { call_id: string; name: string; arguments: string } | undefined;
 }
 
+interface CallItem {
+  call_id: string;
+  name: string;
+  namespace?: string;
+  arguments: string;
+}
+
+function calls(script: ResponseScript): CallItem[] {
+  return events(script)
+    .filter(
+      (e) => e.type === "response.output_item.done" && (e.item as { type: string }).type === "function_call",
+    )
+    .map((e) => e.item as CallItem);
+}
+
+/** The request after the engine ran `made` and answered each call with `outputs[i]`. */
+function answered(input: unknown[], made: CallItem[], outputs: unknown[]) {
+  return request([
+    ...input,
+    ...made.map((c) => ({ type: "function_call", ...c })),
+    ...made.map((c, i) => functionCallOutput(c.call_id, outputs[i])),
+  ]);
+}
+
 describe("scriptedModel", () => {
   it("reply with exactly: X (case-insensitive, rest of the message)", () => {
     const model = scriptedModel();
@@ -175,5 +199,167 @@ describe("scriptedModel", () => {
     const script = scriptedModel()(active);
     expect(call(script)).toBeUndefined();
     expect(text(script)).toBe("Working on: Please keep the goal active");
+  });
+
+  it("function directive: one call with the JSON text as written, then the reply", () => {
+    const model = scriptedModel();
+    const input = [
+      ...prelude,
+      userMessage(
+        'Call the function lookup with arguments {"q": "a. b {c}", "n": [1, 2]}. Then reply with exactly: found it',
+      ),
+    ];
+    const first = calls(model(request(input)));
+    expect(first).toHaveLength(1);
+    expect(first[0]).toMatchObject({ name: "lookup", arguments: '{"q": "a. b {c}", "n": [1, 2]}' });
+    expect(first[0]!.namespace).toBeUndefined();
+    expect(first[0]!.call_id).toMatch(/^call_mock_fn_\d+_0_[0-9a-f]{8}$/);
+    expect(calls(model(request(input)))[0]!.call_id).toBe(first[0]!.call_id);
+    expect(text(model(answered(input, first, ["whatever"])))).toBe("found it");
+  });
+
+  it("function directive: 'Then reply with its output', namespaces, and no Then part", () => {
+    const model = scriptedModel();
+    const input = [
+      ...prelude,
+      userMessage("call the function lookup with arguments {}. Then reply with its output."),
+    ];
+    const c = calls(model(request(input)));
+    expect(text(model(answered(input, c, ["plain string output"])))).toBe("plain string output");
+    const parts = [
+      { type: "input_text", text: "line 1" },
+      { type: "input_image", image_url: "x" },
+      { type: "input_text", text: "line 2" },
+    ];
+    expect(text(model(answered(input, c, [parts])))).toBe("line 1\nline 2");
+
+    const ns = [...prelude, userMessage('Call the function find in namespace tools with arguments {"a":1}')];
+    const nc = calls(model(request(ns)));
+    expect(nc[0]).toMatchObject({ name: "find", namespace: "tools", arguments: '{"a":1}' });
+    expect(text(model(answered(ns, nc, ["x"])))).toBe("Done.");
+  });
+
+  it("functions directive: every call in one response; the reply once all outputs are present", () => {
+    const model = scriptedModel();
+    const input = [
+      ...prelude,
+      userMessage(
+        'Call the functions first with {"n": 1} and second with arguments {"n": 2}. Then reply with its output',
+      ),
+    ];
+    const made = calls(model(request(input)));
+    expect(made.map((c) => [c.name, c.arguments])).toEqual([
+      ["first", '{"n": 1}'],
+      ["second", '{"n": 2}'],
+    ]);
+    expect(new Set(made.map((c) => c.call_id)).size).toBe(2);
+    expect(calls(model(answered(input, made.slice(0, 1), ["one"])))).toHaveLength(2);
+    expect(text(model(answered(input, made, ["one", "two"])))).toBe("one\ntwo");
+
+    const three = [
+      ...prelude,
+      userMessage("call the functions a with {}, b with {} and c with {}. Then reply with exactly: ok"),
+    ];
+    const made3 = calls(model(request(three)));
+    expect(made3.map((c) => c.name)).toEqual(["a", "b", "c"]);
+    expect(text(model(answered(three, made3, ["", "", ""])))).toBe("ok");
+  });
+
+  it("MCP directive: a call in namespace mcp__LABEL; its output without the engine's wall-time preamble", () => {
+    const model = scriptedModel();
+    const input = [
+      ...prelude,
+      userMessage(
+        'Call the MCP tool echo on server demo with arguments {"text":"hi"}. Then reply with its output',
+      ),
+    ];
+    const made = calls(model(request(input)));
+    expect(made).toEqual([
+      {
+        type: "function_call",
+        call_id: expect.stringMatching(/^call_mock_mcp_/),
+        name: "echo",
+        namespace: "mcp__demo",
+        arguments: '{"text":"hi"}',
+      },
+    ]);
+    const output = [
+      { type: "input_text", text: "Wall time: 0.0058 seconds\nOutput:" },
+      { type: "input_text", text: "hi" },
+    ];
+    expect(text(model(answered(input, made, [output])))).toBe("hi");
+  });
+
+  it("spawn directive: spawn_agent {message}, then wait_agent for the child, then the reply", () => {
+    const model = scriptedModel();
+    const message =
+      "Run this exact shell command and wait for it to finish: ls. Then reply with exactly: listed";
+    const input = [
+      ...prelude,
+      userMessage(`Spawn a subagent with the message: ${message}. Then reply with exactly: spawned`),
+    ];
+    const made = calls(model(request(input)));
+    expect(made).toEqual([
+      {
+        type: "function_call",
+        call_id: expect.stringMatching(/^call_mock_spawn_/),
+        name: "spawn_agent",
+        namespace: "multi_agent_v1",
+        arguments: JSON.stringify({ message }),
+      },
+    ]);
+    const spawned = answered(input, made, ['{"agent_id":"child-1","nickname":"N"}']);
+    const wait = calls(model(spawned));
+    expect(wait).toEqual([
+      {
+        type: "function_call",
+        call_id: expect.stringMatching(/^call_mock_wait_/),
+        name: "wait_agent",
+        namespace: "multi_agent_v1",
+        arguments: JSON.stringify({ targets: ["child-1"], timeout_ms: 600_000 }),
+      },
+    ]);
+    const waitOutput = '{"status":{"child-1":{"completed":"listed"}},"timed_out":false}';
+    const waited = answered(spawned.inputItems(), wait, [waitOutput]);
+    expect(text(model(waited))).toBe("spawned");
+    // the engine appends the child's completion notice as a user message: still the same directive
+    const notice = userMessage(
+      '<subagent_notification>\n{"agent_path":"child-1","status":{"completed":"listed"}}\n</subagent_notification>',
+    );
+    expect(text(model(request([...waited.inputItems(), notice])))).toBe("spawned");
+    // …and once the reply was given, a late notice gets an empty response
+    const late = model(
+      request([
+        ...waited.inputItems(),
+        { type: "message", role: "assistant", content: [{ type: "output_text", text: "spawned" }] },
+        notice,
+      ]),
+    );
+    expect(events(late).map((e) => e.type)).toEqual(["response.created", "response.completed"]);
+
+    // "its output" is the child's final message; the child's own request follows the directives
+    const withOutput = [
+      ...prelude,
+      userMessage("Spawn a subagent with the message: hi. Then reply with its output"),
+    ];
+    const s1 = calls(model(request(withOutput)));
+    const r1 = answered(withOutput, s1, ['{"agent_id":"child-1"}']);
+    const w1 = calls(model(r1));
+    expect(text(model(answered(r1.inputItems(), w1, [waitOutput])))).toBe("listed");
+    expect(calls(model(request([...prelude, userMessage(message)])))[0]!.name).toBe("exec_command");
+  });
+
+  it("directives without a parsable JSON object fall through to the others", () => {
+    const model = scriptedModel();
+    expect(
+      text(
+        model(
+          request([
+            ...prelude,
+            userMessage("Call the function f with arguments {oops. Reply with exactly: no"),
+          ]),
+        ),
+      ),
+    ).toBe("no");
   });
 });

@@ -19,7 +19,7 @@ export function findCodexBinary(): string | undefined {
   }
 }
 
-interface RpcMessage {
+export interface RpcMessage {
   id?: number | string;
   method?: string;
   params?: Record<string, unknown>;
@@ -37,7 +37,18 @@ export class AppServerProcess {
   #listeners = new Set<(m: RpcMessage) => void>();
   #exited: Promise<number | null>;
 
-  constructor(bin: string, env: Record<string, string>) {
+  /** Server requests (`item/tool/call`, approvals…) in arrival order. */
+  readonly serverRequests: RpcMessage[] = [];
+
+  /**
+   * `onServerRequest` answers engine→client requests (its return value is the result; a throw becomes a
+   * JSON-RPC error); without it they are answered with an error.
+   */
+  constructor(
+    bin: string,
+    env: Record<string, string>,
+    readonly onServerRequest?: (method: string, params: Record<string, unknown>) => unknown,
+  ) {
     this.child = spawn(bin, ["app-server", "--listen", "stdio://"], {
       env: { ...process.env, ...env },
       stdio: ["pipe", "pipe", "pipe"],
@@ -60,11 +71,30 @@ export class AppServerProcess {
         else pending?.resolve(msg.result);
         return;
       }
+      if (msg.method !== undefined && msg.id !== undefined) {
+        this.serverRequests.push(msg);
+        void this.answer(msg);
+        return;
+      }
       if (msg.method !== undefined && msg.id === undefined) {
         this.notifications.push(msg);
         for (const listener of this.#listeners) listener(msg);
       }
     });
+  }
+
+  private async answer(msg: RpcMessage): Promise<void> {
+    let reply: Record<string, unknown>;
+    try {
+      if (!this.onServerRequest) throw new Error(`unhandled server request ${msg.method}`);
+      reply = { id: msg.id, result: await this.onServerRequest(msg.method!, msg.params ?? {}) };
+    } catch (err) {
+      reply = {
+        id: msg.id,
+        error: { code: -32000, message: err instanceof Error ? err.message : String(err) },
+      };
+    }
+    if (this.child.stdin.writable) this.child.stdin.write(`${JSON.stringify(reply)}\n`);
   }
 
   request<T = Record<string, unknown>>(method: string, params?: unknown): Promise<T> {
