@@ -4,7 +4,14 @@
  */
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import { EventType, type SessionRecord, SqliteStore, type TurnRecord } from "@codex-agent-api/server";
+import type { ThreadItem } from "@codex-agent-api/codex";
+import {
+  type NewEvent,
+  type Queries,
+  type SessionRecord,
+  SqliteStore,
+  type TurnRecord,
+} from "@codex-agent-api/server";
 
 const USAGE = {
   input_tokens: 10,
@@ -20,7 +27,7 @@ const hex = () => randomBytes(12).toString("hex");
 export const dbFile = (dataDir: string) => join(dataDir, "agents.db");
 
 export function openStore(dataDir: string): SqliteStore {
-  return SqliteStore.open(dbFile(dataDir), { groupCommit: true, maxBatch: 5000 });
+  return SqliteStore.open(dbFile(dataDir));
 }
 
 /** The workspace root the server uses by default (`<data-dir>/workspace`). */
@@ -29,6 +36,7 @@ export const workspaceOf = (dataDir: string) => join(dataDir, "workspace");
 function sessionRecord(workspace: string, createdAt: number): SessionRecord {
   return {
     id: `sess_${hex()}`,
+    project_id: "default",
     created_at: createdAt,
     updated_at: createdAt,
     last_active_at: createdAt,
@@ -48,33 +56,47 @@ function sessionRecord(workspace: string, createdAt: number): SessionRecord {
   };
 }
 
+const userMessage = (id: string, text: string): ThreadItem => ({
+  type: "userMessage",
+  id,
+  clientId: null,
+  content: [{ type: "text", text, text_elements: [] }],
+});
+
+const agentMessage = (id: string, text: string): ThreadItem => ({
+  type: "agentMessage",
+  id,
+  text,
+  phase: "final_answer",
+  moderation: null,
+  memoryCitation: null,
+  delivery: null,
+  questions: null,
+});
+
 /**
  * `n` idle sessions. With `history`, each also holds one completed turn like a real one leaves behind: the turn,
  * two items (user + agent message) and its 7 log events.
  */
-export function seedSessions(
+export async function seedSessions(
   store: SqliteStore,
   n: number,
   opts: { workspace: string; history?: boolean },
-): string[] {
+): Promise<string[]> {
   const ids: string[] = [];
   const base = Date.now() / 1000 - n;
   for (let start = 0; start < n; start += 1000) {
-    store.transaction(() => {
+    await store.transaction(async (tx) => {
       for (let i = start; i < Math.min(n, start + 1000); i++) {
         const createdAt = base + i;
         const s = sessionRecord(opts.workspace, createdAt);
         // With history, the row is written once in its final state (idle, with the turn's usage).
-        store.insertSession(opts.history ? afterTurn(s, createdAt + 0.1) : s);
+        await tx.insertSession(opts.history ? afterTurn(s, createdAt + 0.1) : s);
         ids.push(s.id);
-        store.appendEvent({
-          session_id: s.id,
-          type: EventType.SessionCreated,
-          turn_id: null,
-          created_at: createdAt,
-          data: { session: s },
-        });
-        if (opts.history) seedTurn(store, s, createdAt + 0.1);
+        await tx.appendEvents(s.id, [
+          { event: { type: "session.created", data: { session: s } }, turn_id: null, created_at: createdAt },
+        ]);
+        if (opts.history) await seedTurn(tx, s, createdAt + 0.1);
       }
     });
   }
@@ -88,7 +110,7 @@ const afterTurn = (s: SessionRecord, t: number): SessionRecord => ({
   updated_at: t + 0.12,
 });
 
-function seedTurn(store: SqliteStore, s: SessionRecord, t: number): void {
+async function seedTurn(tx: Queries, s: SessionRecord, t: number): Promise<void> {
   const turnId = `turn_${hex()}`;
   const turn: TurnRecord = {
     id: turnId,
@@ -102,63 +124,55 @@ function seedTurn(store: SqliteStore, s: SessionRecord, t: number): void {
     usage: USAGE,
     goal: null,
   };
-  store.insertTurn(turn);
+  await tx.insertTurn(turn);
   const busy: SessionRecord = { ...s, status: "in_progress", active_turn_id: turnId };
   const idle = afterTurn(s, t);
-  const ev = (type: string, data: Record<string, unknown>, dt: number) =>
-    store.appendEvent({ session_id: s.id, type, turn_id: turnId, created_at: t + dt, data });
-  ev(EventType.TurnStarted, { turn: { ...turn, status: "in_progress", completed_at: null, usage: null } }, 0);
-  ev(EventType.SessionStatus, { session: busy }, 0);
-  const user = {
-    type: "userMessage",
-    id: `item-u-${turnId}`,
-    content: [{ type: "text", text: "Reply with exactly: ok" }],
-  };
-  const agent = { type: "agentMessage", id: `item-a-${turnId}`, text: "ok", phase: "final_answer" };
-  for (const [k, item] of [user, agent].entries()) {
-    const stored = store.appendItem({
-      session_id: s.id,
+  const items = [
+    userMessage(`item-u-${turnId}`, "Reply with exactly: ok"),
+    agentMessage(`item-a-${turnId}`, "ok"),
+  ];
+  const events: NewEvent[] = [
+    {
+      event: {
+        type: "turn.started",
+        data: { turn: { ...turn, status: "in_progress", completed_at: null, usage: null } },
+      },
       turn_id: turnId,
-      id: item.id,
-      type: item.type,
-      created_at: t + 0.05 * (k + 1),
-      data: item,
-    });
-    ev(EventType.ItemCompleted, { item, ordinal: stored.ordinal, output_index: k }, 0.05 * (k + 1));
-  }
-  ev(EventType.TurnCompleted, { turn }, 0.12);
-  ev(EventType.SessionStatus, { session: idle }, 0.12);
+      created_at: t,
+    },
+    { event: { type: "session.status", data: { session: busy } }, turn_id: turnId, created_at: t },
+    ...items.map(
+      (item, k): NewEvent => ({
+        event: { type: "item.completed", data: { item, output_index: k } },
+        turn_id: turnId,
+        created_at: t + 0.05 * (k + 1),
+        item: { kind: "finish", turn_id: turnId, item, created_at: t + 0.05 * (k + 1), state: "completed" },
+      }),
+    ),
+    { event: { type: "turn.completed", data: { turn } }, turn_id: turnId, created_at: t + 0.12 },
+    { event: { type: "session.status", data: { session: idle } }, turn_id: turnId, created_at: t + 0.12 },
+  ];
+  await tx.appendEvents(s.id, events);
 }
 
 /** `n` items on a session: alternating user and agent messages of one turn each (realistic sizes). */
-export function seedItems(store: SqliteStore, sessionId: string, n: number): void {
+export async function seedItems(store: SqliteStore, sessionId: string, n: number): Promise<void> {
   const base = Date.now() / 1000 - n;
-  store.transaction(() => {
-    for (let i = 0; i < n; i++) {
-      const turnId = `turn_seed_${Math.floor(i / 2)}`;
-      const item =
-        i % 2 === 0
-          ? {
-              type: "userMessage",
-              id: `item-${i}`,
-              content: [{ type: "text", text: `Question number ${i}?` }],
-            }
-          : {
-              type: "agentMessage",
-              id: `item-${i}`,
-              text: `Answer number ${i}: ${"lorem ipsum dolor sit amet ".repeat(6).trim()}.`,
-              phase: "final_answer",
-            };
-      store.appendItem({
-        session_id: sessionId,
-        turn_id: turnId,
-        id: item.id,
-        type: item.type,
-        created_at: base + i,
-        data: item,
-      });
-    }
-  });
+  const events: NewEvent[] = [];
+  for (let i = 0; i < n; i++) {
+    const turnId = `turn_seed_${Math.floor(i / 2)}`;
+    const item =
+      i % 2 === 0
+        ? userMessage(`item-${i}`, `Question number ${i}?`)
+        : agentMessage(`item-${i}`, `Answer number ${i}: ${"lorem ipsum dolor sit amet ".repeat(6).trim()}.`);
+    events.push({
+      event: { type: "item.completed", data: { item, output_index: 0 } },
+      turn_id: turnId,
+      created_at: base + i,
+      item: { kind: "finish", turn_id: turnId, item, created_at: base + i, state: "completed" },
+    });
+  }
+  await store.appendEvents(sessionId, events);
 }
 
 /**
@@ -166,7 +180,7 @@ export function seedItems(store: SqliteStore, sessionId: string, n: number): voi
  * streamed as `total - 6` deltas, the item completed, the turn completed, the session idle again.
  * Returns the session id.
  */
-export function seedEventLog(store: SqliteStore, workspace: string, total: number): string {
+export async function seedEventLog(store: SqliteStore, workspace: string, total: number): Promise<string> {
   const t0 = Date.now() / 1000 - 60;
   const s = sessionRecord(workspace, t0);
   const turnId = `turn_${hex()}`;
@@ -184,44 +198,57 @@ export function seedEventLog(store: SqliteStore, workspace: string, total: numbe
     usage: USAGE,
     goal: null,
   };
-  const ev = (type: string, data: Record<string, unknown>, t: number, turn_id: string | null = turnId) =>
-    store.appendEvent({ session_id: s.id, type, turn_id, created_at: t, data });
-  store.transaction(() => {
-    store.insertSession({ ...s, usage: USAGE });
-    store.insertTurn(turn);
-    ev(EventType.SessionCreated, { session: s }, t0, null);
-    ev(
-      EventType.TurnStarted,
-      { turn: { ...turn, status: "in_progress", completed_at: null, usage: null } },
-      t0,
-    );
-    ev(EventType.ItemStarted, { item: { type: "agentMessage", id: itemId, text: "" }, output_index: 0 }, t0);
+  const started = agentMessage(itemId, "");
+  await store.transaction(async (tx) => {
+    await tx.insertSession({ ...s, usage: USAGE });
+    await tx.insertTurn(turn);
+    await tx.appendEvents(s.id, [
+      { event: { type: "session.created", data: { session: s } }, turn_id: null, created_at: t0 },
+      {
+        event: {
+          type: "turn.started",
+          data: { turn: { ...turn, status: "in_progress", completed_at: null, usage: null } },
+        },
+        turn_id: turnId,
+        created_at: t0,
+      },
+      {
+        event: { type: "item.started", data: { item: started, output_index: 0 } },
+        turn_id: turnId,
+        created_at: t0,
+        item: { kind: "start", turn_id: turnId, item: started, created_at: t0 },
+      },
+    ]);
   });
   const words = ["alpha ", "beta ", "gamma ", "delta ", "epsilon "];
   for (let start = 0; start < deltas; start += 10_000) {
-    store.transaction(() => {
-      for (let i = start; i < Math.min(deltas, start + 10_000); i++) {
-        ev(
-          EventType.ItemDelta,
-          { item_id: itemId, output_index: 0, kind: "agent_message", delta: words[i % words.length]! },
-          t0 + (30 * i) / deltas,
-        );
-      }
-    });
+    const batch: NewEvent[] = [];
+    for (let i = start; i < Math.min(deltas, start + 10_000); i++) {
+      batch.push({
+        event: {
+          type: "item.delta",
+          data: { item_id: itemId, output_index: 0, kind: "agent_message", delta: words[i % words.length]! },
+        },
+        turn_id: turnId,
+        created_at: t0 + (30 * i) / deltas,
+      });
+    }
+    await store.appendEvents(s.id, batch);
   }
-  store.transaction(() => {
-    const item = { type: "agentMessage", id: itemId, text: "alpha beta gamma …", phase: "final_answer" };
-    const stored = store.appendItem({
-      session_id: s.id,
+  const item = agentMessage(itemId, "alpha beta gamma …");
+  await store.appendEvents(s.id, [
+    {
+      event: { type: "item.completed", data: { item, output_index: 0 } },
       turn_id: turnId,
-      id: itemId,
-      type: item.type,
       created_at: t0 + 30,
-      data: item,
-    });
-    ev(EventType.ItemCompleted, { item, ordinal: stored.ordinal, output_index: 0 }, t0 + 30);
-    ev(EventType.TurnCompleted, { turn }, t0 + 30);
-    ev(EventType.SessionStatus, { session: { ...s, usage: USAGE } }, t0 + 30);
-  });
+      item: { kind: "finish", turn_id: turnId, item, created_at: t0 + 30, state: "completed" },
+    },
+    { event: { type: "turn.completed", data: { turn } }, turn_id: turnId, created_at: t0 + 30 },
+    {
+      event: { type: "session.status", data: { session: { ...s, usage: USAGE } } },
+      turn_id: turnId,
+      created_at: t0 + 30,
+    },
+  ]);
   return s.id;
 }

@@ -61,15 +61,31 @@ export class Thread {
       // A replacement starts clean: set would keep the old goal's budget.
       if (await this.getGoal()) await this.clearGoal();
     }
+    if (goal && objective !== null) {
+      // The goal exists (paused) before the model can act, so a model that completes it in the first turn finds
+      // it. It is activated only once that turn has ended still paused: activating it alongside the turn would
+      // race with the model (the engine applies the activation ~200 ms later), and activating an idle thread's
+      // goal is what starts the continuations.
+      await this.host.request("thread/goal/set", {
+        threadId: this.id,
+        objective,
+        status: "paused",
+        ...(goal.tokenBudget !== undefined ? { tokenBudget: goal.tokenBudget } : {}),
+      });
+    }
     const op = new TurnOperation(this.hostFor(), goal !== null, this.usageTotal);
     this.active = op;
     this.host.route(this.id, op);
     try {
-      // The turn is started first and the goal set right behind it (pipelined): the engine then runs the user's
-      // turn with its own overrides (model, output schema) and continues it as the goal. Setting the goal first
-      // makes the engine auto-start a goal turn that `turn/start` would steer into, which fails when the turn
-      // carries its own model or output schema.
-      const start = this.host.request<TurnStartResponse>("turn/start", {
+      if (goal) {
+        op.armGoal("paused");
+        op.activateAfterFirstTurn(async () => {
+          const current = await this.getGoal();
+          if (current?.status !== "paused") return current?.status ?? null;
+          return (await this.setGoal({ status: "active" })).status;
+        });
+      }
+      const res = await this.host.request<TurnStartResponse>("turn/start", {
         threadId: this.id,
         input: toProtocolInput(items),
         ...(opts.model !== undefined ? { model: opts.model } : {}),
@@ -78,25 +94,7 @@ export class Thread {
         ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
         ...(opts.approvalPolicy !== undefined ? { approvalPolicy: opts.approvalPolicy } : {}),
       });
-      const setGoal =
-        goal && objective !== null
-          ? this.host.request<{ goal: ThreadGoal }>("thread/goal/set", {
-              threadId: this.id,
-              objective,
-              status: "active",
-              ...(goal.tokenBudget !== undefined ? { tokenBudget: goal.tokenBudget } : {}),
-            })
-          : null;
-      const [set, res] = await Promise.allSettled([setGoal, start]);
-      if (res.status === "rejected") throw res.reason;
-      if (set.status === "rejected") {
-        await this.host
-          .request("turn/interrupt", { threadId: this.id, turnId: res.value.turn.id })
-          .catch(() => {});
-        throw set.reason;
-      }
-      if (set.value) op.armGoal(set.value.goal.status);
-      op.bind(res.value.turn.id);
+      op.bind(res.turn.id);
     } catch (err) {
       this.host.unroute(this.id, op);
       this.active = null;

@@ -114,6 +114,17 @@ export class TurnOperation {
     this.goalStatus = status;
   }
 
+  /**
+   * Goal turns started with input: when the first engine turn has completed (not failed or interrupted), call
+   * `activate` (it activates the goal unless the model already finished it) instead of ending the logical turn;
+   * the engine then starts the continuations, which this operation follows.
+   */
+  activateAfterFirstTurn(activate: () => Promise<ThreadGoalStatus | null>): void {
+    this.activation = activate;
+  }
+
+  private activation: (() => Promise<ThreadGoalStatus | null>) | null = null;
+
   /** The engine answered `turn/start`: its id is the logical id. Buffered notifications are replayed. */
   bind(turnId: string): void {
     this.logicalId = turnId;
@@ -218,6 +229,7 @@ export class TurnOperation {
         this.lastCompletion = turn;
         if (this.current === turn.id) this.current = null;
         if (!this.goal || turn.status === "failed" || turn.status === "interrupted") this.finish();
+        else if (this.activation && !this.userInterrupted) this.activate(this.activation);
         else this.maybeFinishGoal();
         return;
       }
@@ -245,7 +257,30 @@ export class TurnOperation {
     this.queue.push((this.goal ? withTurnId(n, this.logicalId!) : n) as TurnEvent);
   }
 
+  private activate(activation: () => Promise<ThreadGoalStatus | null>): void {
+    this.activation = null;
+    this.activating = true;
+    activation().then(
+      (status) => {
+        this.activating = false;
+        if (this.finishedFlag) return;
+        // A continuation may already have started (its turn/started arrives before the answer).
+        if (status !== null && (this.goalStatus === "paused" || this.goalStatus === null))
+          this.goalStatus = status;
+        if (status === null) this.goalCleared = true;
+        this.maybeFinishGoal();
+      },
+      (err: unknown) => {
+        this.activating = false;
+        this.fail(err instanceof Error ? err : new CodexError(String(err)));
+      },
+    );
+  }
+
+  private activating = false;
+
   private maybeFinishGoal(): void {
+    if (this.activating) return;
     if (this.current !== null || this.lastCompletion === null) return;
     if (this.goalCleared || (this.goalStatus !== null && this.goalStatus !== "active")) this.finish();
   }

@@ -1,26 +1,62 @@
 #!/usr/bin/env node
+import { join } from "node:path";
+import { parseArgs } from "node:util";
 import { ConfigError, loadConfig, usage } from "./config.js";
+import { ApiError } from "./domain/errors.js";
+import { KeyService } from "./domain/keys.js";
 import { createLogger, startService } from "./service.js";
+import { SqliteStore } from "./store/sqlite/index.js";
+import { systemClock } from "./util/clock.js";
 
-async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
-  if (!command || command === "--help" || command === "-h" || command === "help") {
-    process.stdout.write(usage());
-    return command ? 0 : 2;
-  }
-  if (command !== "serve") {
-    process.stderr.write(`unknown command "${command}"\n\n${usage()}`);
-    return 2;
-  }
-  let config: ReturnType<typeof loadConfig>;
+const KEYS_USAGE = `Usage:
+  codex-agent-api keys create --project NAME [--admin] [--data-dir DIR]   prints the new key (shown once) as JSON
+  codex-agent-api keys list [--data-dir DIR]                              one JSON line per key
+  codex-agent-api keys revoke ID [--data-dir DIR]
+`;
+
+async function keys(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: {
+      project: { type: "string" },
+      admin: { type: "boolean" },
+      "data-dir": { type: "string" },
+    },
+    strict: true,
+    allowPositionals: true,
+  });
+  const [action, ...rest] = positionals;
+  const config = loadConfig(values["data-dir"] ? ["--data-dir", values["data-dir"]] : []);
+  const store = SqliteStore.open(join(config.dataDir, "agents.db"));
+  const service = new KeyService(store, systemClock);
+  const print = (v: unknown) => process.stdout.write(`${JSON.stringify(v)}\n`);
   try {
-    config = loadConfig(rest);
+    if (action === "create") {
+      if (!values.project) throw new ConfigError(`keys create needs --project NAME\n\n${KEYS_USAGE}`);
+      print(await service.create(values.project, values.admin ?? false));
+    } else if (action === "list") {
+      for (const k of await service.list()) print(k);
+    } else if (action === "revoke" && rest.length === 1) {
+      await service.revoke(rest[0]!);
+      print({ id: rest[0], revoked: true });
+    } else {
+      process.stderr.write(KEYS_USAGE);
+      return 2;
+    }
+    return 0;
   } catch (err) {
-    process.stderr.write(
-      `${err instanceof ConfigError || err instanceof TypeError ? err.message : String(err)}\n`,
-    );
-    return 2;
+    if (err instanceof ApiError) {
+      process.stderr.write(`${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  } finally {
+    await store.close();
   }
+}
+
+async function serve(argv: string[]): Promise<number> {
+  const config = loadConfig(argv);
   const logger = createLogger(config.logLevel);
   // Signals are caught from here on: one that arrives while the service starts stops it once it is up (instead
   // of killing the process with the engines half-started).
@@ -32,7 +68,7 @@ async function main(argv: string[]): Promise<number> {
   };
   process.once("SIGTERM", catchSignal);
   process.once("SIGINT", catchSignal);
-  const service = await startService(config, logger);
+  const service = await startService(config, { logger });
   logger.info(
     {
       url: service.url,
@@ -63,6 +99,26 @@ async function main(argv: string[]): Promise<number> {
   });
   logger.info("stopped");
   return code;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (!command || command === "--help" || command === "-h" || command === "help") {
+    process.stdout.write(`${usage()}\n${KEYS_USAGE}`);
+    return command ? 0 : 2;
+  }
+  try {
+    if (command === "serve") return await serve(rest);
+    if (command === "keys") return await keys(rest);
+  } catch (err) {
+    if (err instanceof ConfigError || err instanceof TypeError) {
+      process.stderr.write(`${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  process.stderr.write(`unknown command "${command}"\n\n${usage()}`);
+  return 2;
 }
 
 main(process.argv.slice(2)).then(

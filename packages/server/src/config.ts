@@ -11,6 +11,11 @@ export interface Config {
   dataDir: string;
   /** Root of the session workspaces (the agent's cwd). */
   workspaceRoot: string;
+  /**
+   * Where sessions work unless they say: `auto` = the official dialect gives each session its own directory, the
+   * template dialect shares the root (its contract); `session` / `shared` = that for both.
+   */
+  workspaceMode: "auto" | "shared" | "session";
   /** Default model for agents and sessions that do not name one. */
   model: string;
   provider:
@@ -57,6 +62,8 @@ Options (environment variable in brackets):
   --port <n>                 port (PORT, default 9000)
   --data-dir <dir>           database + engine state (AGENT_DATA_DIR, default ./.data)
   --workspace <dir>          workspace root, the agents' cwd (WORKSPACE, default <data-dir>/workspace)
+  --workspace-mode <mode>    auto | session | shared (AGENT_WORKSPACE_MODE, default auto: a directory per
+                             session in the official dialect, the shared root in the template dialect)
   --model <name>             default model (CODEX_MODEL, default gpt-5-codex; mock-model with --mock-model)
   --model-base-url <url>     any Responses-compatible API (OPENAI_BASE_URL); key from OPENAI_API_KEY
   --mock-model               start the scripted mock model in-process (offline demo, no key needed)
@@ -117,6 +124,7 @@ export function loadConfig(
       port: { type: "string" },
       "data-dir": { type: "string" },
       workspace: { type: "string" },
+      "workspace-mode": { type: "string" },
       model: { type: "string" },
       "model-base-url": { type: "string" },
       "mock-model": { type: "boolean" },
@@ -145,6 +153,10 @@ export function loadConfig(
     throw new ConfigError(
       `--sandbox must be read-only, workspace-write or danger-full-access, got "${sandbox}"`,
     );
+  }
+  const workspaceMode = values["workspace-mode"] ?? env.AGENT_WORKSPACE_MODE ?? "auto";
+  if (workspaceMode !== "auto" && workspaceMode !== "shared" && workspaceMode !== "session") {
+    throw new ConfigError(`--workspace-mode must be auto, session or shared, got "${workspaceMode}"`);
   }
   const host = values.host ?? env.HOST ?? "127.0.0.1";
   // An empty value means "not set" everywhere: `--token ""` must not silently disable a token set in the env.
@@ -185,6 +197,7 @@ export function loadConfig(
     port: int("--port", values.port ?? env.PORT, 9000, 0, 65535),
     dataDir,
     workspaceRoot: abs(values.workspace ?? env.WORKSPACE ?? `${dataDir}/workspace`),
+    workspaceMode,
     model: values.model ?? env.CODEX_MODEL ?? (mock ? "mock-model" : "gpt-5-codex"),
     provider: mock
       ? { kind: "mock" }

@@ -1,14 +1,6 @@
-export { type AppDeps, buildApp } from "./app.js";
+export { buildApp } from "./app.js";
 export { type Config, loadConfig } from "./config.js";
-export { EventType } from "./domain/events.js";
-export { createLogger, type Service, startService } from "./service.js";
-export { SqliteStore, type SqliteStoreOptions } from "./store/sqlite.js";
-export type {
-  AgentRecord,
-  EventRecord,
-  ItemRecord,
-  SessionRecord,
-  Store,
-  TurnRecord,
-  Usage,
-} from "./store/types.js";
+export { type Core, createCore } from "./core.js";
+export { createLogger, type Service, type ServiceOptions, startService } from "./service.js";
+export { SqliteStore } from "./store/sqlite/index.js";
+export type * from "./store/types.js";

@@ -1,20 +1,22 @@
+/** The running service: opens the store, starts the engines (and the mock model if asked), recovers, listens. */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { MockResponsesServer, scriptedModel } from "@codex-agent-api/testkit";
-import type { FastifyInstance } from "fastify";
+import { MockResponsesServer, scriptedModel } from "@codex-agent-api/mock-model";
 import pino, { type Logger } from "pino";
-import { type AppDeps, buildApp } from "./app.js";
+import { buildApp } from "./app.js";
 import type { Config } from "./config.js";
-import { AgentService } from "./domain/agents.js";
-import { SessionService } from "./domain/sessions.js";
+import { type Core, createCore, recover } from "./core.js";
 import { prepareCodexHome } from "./engine/codex-home.js";
 import { EnginePool } from "./engine/pool.js";
-import { SqliteStore } from "./store/sqlite.js";
-import { EventHub } from "./stream/hub.js";
+import type { App } from "./http/app-types.js";
+import { IDEMPOTENCY_TTL_SECONDS } from "./http/idempotency.js";
+import { SqliteStore } from "./store/sqlite/index.js";
+import type { Store } from "./store/types.js";
+import { type Clock, systemClock } from "./util/clock.js";
 
 export interface Service {
-  app: FastifyInstance;
-  deps: AppDeps;
+  app: App;
+  core: Core;
   /** Base URL the server listens on. */
   url: string;
   /** The in-process scripted model (with --mock-model). */
@@ -23,24 +25,34 @@ export interface Service {
   stop(): Promise<void>;
 }
 
+export interface ServiceOptions {
+  logger?: Logger;
+  clock?: Clock;
+  /** A store to use instead of the one the config names (tests). */
+  store?: Store;
+  /** Requests the in-process mock keeps (tests read them); default 0: none, it runs for days. */
+  mockCapture?: number | boolean;
+}
+
 export function createLogger(level: string): Logger {
   return pino({ level, base: { service: "codex-agent-api" } });
 }
 
-/** Opens the store, starts the engine pool (and the mock model if asked) and listens. */
-export async function startService(
-  config: Config,
-  logger: Logger = createLogger(config.logLevel),
-): Promise<Service> {
+/** How often forgotten idempotency keys are deleted. */
+const HOUSEKEEPING_MS = 3600_000;
+
+export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
+  const logger = opts.logger ?? createLogger(config.logLevel);
+  const clock = opts.clock ?? systemClock;
   mkdirSync(config.dataDir, { recursive: true });
   mkdirSync(config.workspaceRoot, { recursive: true });
   const mock =
-    config.provider.kind === "mock" ? await MockResponsesServer.start({ fallback: scriptedModel() }) : null;
-  // One commit per write: an event is durable before any client sees it, even across a SIGKILL.
-  const store = SqliteStore.open(join(config.dataDir, "agents.db"), { groupCommit: false });
-  const hub = new EventHub(store);
+    config.provider.kind === "mock"
+      ? await MockResponsesServer.start({ fallback: scriptedModel(), capture: opts.mockCapture ?? 0 })
+      : null;
+  const store = opts.store ?? SqliteStore.open(join(config.dataDir, "agents.db"));
   const home = prepareCodexHome(config, mock?.url ?? null);
-  const pool = new EnginePool({
+  const engines = new EnginePool({
     size: config.enginePoolSize,
     maxThreadsPerEngine: config.maxThreadsPerEngine,
     codexHome: home.codexHome,
@@ -49,43 +61,37 @@ export async function startService(
     logger,
     ...(config.codexPath ? { codexPath: config.codexPath } : {}),
   });
-  const agents = new AgentService(store, config.model);
-  const sessions = new SessionService({ store, hub, pool, agents, config, logger });
-  const recovered = sessions.recover();
-  if (recovered)
-    logger.warn({ sessions: recovered }, "marked turns interrupted by the last shutdown as failed");
-  // Goals that were running come back paused. The engine keeps its own goal state and would restart an active
-  // goal the moment its thread is resumed, so pause it there too before serving anything.
-  for (const sessionId of sessions.goals.pauseAllActive("server_restart")) {
-    const threadId = store.getSession(sessionId)?.thread_id;
-    if (!threadId) continue;
-    await pool.call("thread/goal/set", { threadId, status: "paused" }).catch((err: unknown) => {
-      logger.warn({ session: sessionId, err: String(err) }, "could not pause the engine goal");
-    });
-    logger.warn({ session: sessionId }, "goal paused after restart");
-  }
-  const deps: AppDeps = { config, logger, store, hub, pool, agents, sessions };
-  const app = buildApp(deps);
+  const core = createCore(config, { store, engines, logger, clock });
+  await recover(core);
+  const app = buildApp(core);
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;
-  sessions.startExpiry();
-  pool.warm().catch((err: unknown) => logger.error({ err: String(err) }, "engine failed to start"));
+  core.sessions.startExpiry();
+  const housekeeping = clock.every(HOUSEKEEPING_MS, () => {
+    store.expireIdempotency(clock.now() - IDEMPOTENCY_TTL_SECONDS).catch((err: unknown) => {
+      logger.warn({ err: String(err) }, "idempotency expiry failed");
+    });
+  });
+  engines.warm().catch((err: unknown) => logger.error({ err: String(err) }, "engine failed to start"));
   let stopping: Promise<void> | null = null;
   return {
     app,
-    deps,
+    core,
     url: `http://${host}:${port}`,
     mock,
     stop() {
       stopping ??= (async () => {
+        housekeeping.cancel();
+        core.sessions.stopExpiry();
         const closing = app.close();
-        await sessions.shutdown();
-        hub.closeAll();
+        await core.runner.abortAll("server shutting down");
+        await core.hub.drain();
+        core.hub.closeAll();
         await closing;
-        await pool.close();
-        store.close();
+        await engines.close();
+        await store.close();
         await mock?.close();
       })();
       return stopping;

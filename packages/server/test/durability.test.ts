@@ -48,7 +48,7 @@ describe("restart on the same data directory", () => {
     });
     expect(created.status).toBe(200);
     const id = created.body.id;
-    const fromSeq = s1.service.deps.store.lastEventSeq(id);
+    const fromSeq = await s1.service.core.store.lastEventSeq(id);
     const live = await readSse(
       await s1.request("POST", `/v1/agents/sessions/${id}/events`, { input: "Reply with exactly: beta" }),
     );
@@ -57,8 +57,8 @@ describe("restart on the same data directory", () => {
       agent: { model: "mock-model" },
     });
 
-    const store1 = s1.service.deps.store;
-    const threadId = store1.getSession(id)!.thread_id!;
+    const store1 = s1.service.core.store;
+    const threadId = (await store1.getSession(id))!.thread_id!;
     expect(threadId).toBeTruthy();
     const snapshot = async (s: ServerFixture) => ({
       agent: await s.json("GET", `/v1/agents/${agent.body.id}`),
@@ -70,9 +70,9 @@ describe("restart on the same data directory", () => {
         "GET",
         `/v1/agents/sessions/${id}/items`,
       ),
-      record: s.service.deps.store.getSession(id),
-      turns: s.service.deps.store.listTurns(id, { order: "asc", limit: 100 }).data,
-      events: s.service.deps.store.readEvents(id, 0, 10_000),
+      record: await s.service.core.store.getSession(id),
+      turns: (await s.service.core.store.listTurns(id, { order: "asc", limit: 100 })).data,
+      events: await s.service.core.store.readEvents(id, 0, 10_000),
     });
     const before = await snapshot(s1);
     expect(before.session.body.status).toBe("idle");
@@ -115,8 +115,8 @@ describe("restart on the same data directory", () => {
     expect(req.messageInputTexts("assistant")).toEqual(expect.arrayContaining(["alpha", "beta"]));
     expect(req.lastUserText()).toBe("Reply with exactly: gamma");
     expect(next.body.usage.input_tokens).toBeGreaterThan(before.session.body.usage.input_tokens);
-    expect(s2.service.deps.store.getSession(id)!.thread_id).toBe(threadId);
-    expect(s2.service.deps.store.listTurns(id, { limit: 100 }).data).toHaveLength(3);
+    expect((await s2.service.core.store.getSession(id))!.thread_id).toBe(threadId);
+    expect((await s2.service.core.store.listTurns(id, { limit: 100 })).data).toHaveLength(3);
   });
 });
 
@@ -180,17 +180,17 @@ describe("SIGKILL during a running turn", () => {
 
     restarted = await startServer({ dataDir });
     const s = restarted;
-    const { store } = s.service.deps;
-    const turns = store.listTurns(id, { order: "asc", limit: 10 }).data;
+    const { store } = s.service.core;
+    const turns = (await store.listTurns(id, { order: "asc", limit: 10 })).data;
     expect(turns.map((t) => t.status)).toEqual(["completed", "failed"]);
     const killed = turns[1]!;
     expect(killed.error?.code).toBe("server_restart");
     expect(killed.error?.message).toMatch(/server stopped while this turn was running/i);
     expect(killed.completed_at).not.toBeNull();
-    const record = store.getSession(id)!;
+    const record = (await store.getSession(id))!;
     expect(record.status).toBe("idle");
     expect(record.active_turn_id).toBeNull();
-    expect(store.listBusySessions()).toHaveLength(0);
+    expect(await store.listBusySessions()).toHaveLength(0);
 
     const session = await s.json<SessionBody>("GET", `/v1/agents/sessions/${id}`);
     expect(session.body.status).toBe("idle");
@@ -199,7 +199,7 @@ describe("SIGKILL during a running turn", () => {
     expect(idleEvents.body).toEqual({ status: "idle", message: "No active turn" });
 
     // A client replaying the log sees the killed turn end, with the reason.
-    const startedSeq = store.firstEventSeqOfTurn(id, killed.id)!;
+    const startedSeq = (await store.firstEventSeqOfTurn(id, killed.id))!;
     const replay = await readSse(
       await s.request("GET", `/v1/agents/sessions/${id}/events?after=${startedSeq - 1}`),
     );

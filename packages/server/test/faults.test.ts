@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Gate, scripts } from "@codex-agent-api/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SqliteStore } from "../src/store/sqlite.js";
+import { SqliteStore } from "../src/store/sqlite/index.js";
 import { type CliServer, isAlive, pidsRunning, startCliServer } from "./cli-process.js";
 import { cleanup, readSse, type ServerFixture, startServer, waitFor } from "./fixture.js";
 
@@ -28,7 +28,7 @@ describe("an engine process dies mid-turn", () => {
   });
 
   it("fails the turn clearly, respawns the engine, and the session continues its thread", async () => {
-    const { pool, store } = s.service.deps;
+    const { engines: pool, store } = s.service.core;
     const first = await s.json<SessionBody>("POST", "/v1/agents/sessions", {
       input: "Reply with exactly: before the crash",
       stream: false,
@@ -36,7 +36,7 @@ describe("an engine process dies mid-turn", () => {
     expect(first.status).toBe(200);
     expect(texts(first.body)).toContain("before the crash");
     const id = first.body.id;
-    const threadId = store.getSession(id)!.thread_id!;
+    const threadId = (await store.getSession(id))!.thread_id!;
     expect(threadId).toBeTruthy();
     expect(s.mock.requests().at(-1)!.threadId).toBe(threadId);
 
@@ -62,7 +62,7 @@ describe("an engine process dies mid-turn", () => {
     expect(error.message).toMatch(/Codex engine exited during the turn/);
     expect(error.message).toMatch(/restarted/);
     expect(events.map((e) => e.event)).not.toContain("agent.session.turn.completed");
-    const turn = store.getTurn(id, String(last.data.turn_id))!;
+    const turn = (await store.getTurn(id, String(last.data.turn_id)))!;
     expect(turn.status).toBe("failed");
     expect(turn.error?.message).toBe(error.message);
 
@@ -98,7 +98,7 @@ describe("an engine process dies mid-turn", () => {
     const req = s.mock.requests().at(-1)!;
     expect(s.mock.requests().length).toBeGreaterThan(before);
     expect(req.threadId).toBe(threadId);
-    expect(store.getSession(id)!.thread_id).toBe(threadId);
+    expect((await store.getSession(id))!.thread_id).toBe(threadId);
     expect(req.messageInputTexts("user")).toContain("Reply with exactly: before the crash");
     expect(req.messageInputTexts("assistant")).toContain("before the crash");
     expect(req.lastUserText()).toBe("Reply with exactly: after the crash");
@@ -176,20 +176,20 @@ describe("SIGTERM", () => {
     // What was recorded: the turn ended with its reason, the session is idle, the log has the terminal event.
     const store = SqliteStore.open(join(dataDir, "agents.db"));
     try {
-      const session = store.getSession(id)!;
+      const session = (await store.getSession(id))!;
       expect(session.status).toBe("idle");
       expect(session.active_turn_id).toBeNull();
       const turnId = String(last.data.turn_id);
-      const turn = store.getTurn(id, turnId)!;
+      const turn = (await store.getTurn(id, turnId))!;
       expect(turn.status).toBe("cancelled");
       expect(turn.error).toEqual({ code: "cancelled", message: "server shutting down" });
       expect(turn.completed_at).not.toBeNull();
-      const log = store.readEvents(id, 0, 1000);
+      const log = await store.readEvents(id, 0, 1000);
       expect(log.filter((e) => e.turn_id === turnId).map((e) => e.type)).toContain("turn.cancelled");
-      expect(log.at(-1)!.seq).toBe(store.lastEventSeq(id));
-      expect(store.listBusySessions()).toHaveLength(0);
+      expect(log.at(-1)!.seq).toBe(await store.lastEventSeq(id));
+      expect(await store.listBusySessions()).toHaveLength(0);
     } finally {
-      store.close();
+      await store.close();
     }
   });
 });

@@ -38,7 +38,10 @@ export async function startServer(
     { ...opts.env },
     dataDir,
   );
-  const service = await startService(config, pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" }));
+  const service = await startService(config, {
+    logger: pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" }),
+    mockCapture: true,
+  });
   const url = service.url;
   const request = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
     fetch(url + path, {

@@ -58,7 +58,7 @@ it("starts a goal from an input message and reports it as one turn with goal upd
     environment: { type: "none" },
   });
   const events = collect(session.id);
-  await waitFor(() => fx.service.deps.hub.subscriberCount(session.id) > 0, 10_000, "subscriber");
+  await waitFor(() => fx.service.core.hub.subscriberCount(session.id) > 0, 10_000, "subscriber");
   await client.beta.agents.sessions.events.create(session.id, {
     events: [
       {

@@ -1,33 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { SqliteStore } from "../src/store/sqlite.js";
-import type { EventRecord, SessionRecord, Store } from "../src/store/types.js";
+import { SqliteStore } from "../src/store/sqlite/index.js";
+import type { Appended, EventRecord, LogEvent, NewEvent, Store } from "../src/store/types.js";
 import { EventHub, type Subscription } from "../src/stream/hub.js";
-
-const session = (id: string): SessionRecord => ({
-  id,
-  created_at: 1,
-  updated_at: 1,
-  last_active_at: 1,
-  status: "idle",
-  agent_id: null,
-  name: null,
-  model: "m",
-  instructions: null,
-  tools: [],
-  metadata: {},
-  thread_id: null,
-  workspace: `/tmp/${id}`,
-  usage: {
-    input_tokens: 0,
-    cached_input_tokens: 0,
-    output_tokens: 0,
-    reasoning_output_tokens: 0,
-    total_tokens: 0,
-  },
-  error: null,
-  active_turn_id: null,
-  extra: {},
-});
+import { delta, newEvent, session, threadItem, turn } from "./store-contract.js";
 
 /** Reads exactly n events (fails rather than hangs if the subscription ends early). */
 async function take(sub: Subscription, n: number): Promise<EventRecord[]> {
@@ -40,7 +15,7 @@ async function take(sub: Subscription, n: number): Promise<EventRecord[]> {
   return out;
 }
 
-/** Resolves once `p` has settled, or reports that it is still pending after the microtask queue drained. */
+/** Resolves once `p` has settled, or reports that it is still pending once the event loop has turned. */
 async function settled<T>(p: Promise<T>): Promise<{ done: true; value: T } | { done: false }> {
   const pending = Symbol("pending");
   // setImmediate runs after every queued microtask (promise reaction), so a resolvable promise has resolved by then.
@@ -49,92 +24,172 @@ async function settled<T>(p: Promise<T>): Promise<{ done: true; value: T } | { d
   return v === pending ? { done: false } : { done: true, value: v as T };
 }
 
+const nextTurn = () => new Promise<void>((r) => setImmediate(r));
+
+/** Waits (turn by turn of the event loop, bounded) until `cond` holds. */
+async function waitFor(cond: () => boolean, what = "condition"): Promise<void> {
+  for (let i = 0; i < 1000; i++) {
+    if (cond()) return;
+    await nextTurn();
+  }
+  throw new Error(`${what} never held`);
+}
+
+/** The store with some operations replaced (the rest are the store's own). */
+function wrap(store: Store, overrides: Partial<Store>): Store {
+  // An empty target: the store's own methods are read-only properties, which a proxy of it could not replace.
+  return new Proxy({} as Store, {
+    get(_target, prop) {
+      if (Object.hasOwn(overrides, prop)) return overrides[prop as keyof Store];
+      const v = Reflect.get(store, prop);
+      return typeof v === "function" ? v.bind(store) : v;
+    },
+  });
+}
+
 const seqs = (es: EventRecord[]) => es.map((e) => e.seq);
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+const text = (e: EventRecord) => (e.type === "item.delta" ? e.data.delta : e.type);
+const typed = (type: string): LogEvent => ({
+  type: "item.delta",
+  data: { item_id: "i", output_index: 0, kind: "agent_message", delta: type },
+});
 
 describe("EventHub", () => {
-  let store: Store;
+  let store: SqliteStore;
   let hub: EventHub;
   let clock: number;
+  /** Appends fired without waiting, awaited before the store closes. */
+  let inflight: Promise<unknown>[];
 
-  beforeEach(() => {
+  beforeEach(async () => {
     store = SqliteStore.open(":memory:");
-    store.insertSession(session("s1"));
-    store.insertSession(session("s2"));
+    await store.insertSession(session("s1"));
+    await store.insertSession(session("s2"));
     clock = 1000;
     hub = new EventHub(store, { now: () => clock });
+    inflight = [];
   });
-  afterEach(() => {
+  afterEach(async () => {
     hub.closeAll();
-    store.close();
+    await Promise.allSettled(inflight);
+    await hub.drain();
+    await store.close();
   });
 
-  const append = (n: number, sid = "s1", type = "delta") => {
-    const out: EventRecord[] = [];
-    for (let i = 0; i < n; i++) out.push(hub.append({ session_id: sid, type, data: { i } }));
-    return out;
+  /** Appends n events in this turn of the event loop (one batch); resolves once they are stored. */
+  const append = (n: number, sid = "s1", type?: string): Promise<Appended[]> => {
+    const ps: Promise<Appended>[] = [];
+    for (let i = 0; i < n; i++) ps.push(hub.append(sid, type === undefined ? delta(i) : typed(type)));
+    const all = Promise.all(ps);
+    inflight.push(all);
+    return all;
   };
 
-  it("append persists, assigns seq and uses the clock", () => {
+  it("append stores the event (and its item), assigns seq and uses the clock", async () => {
     clock = 1234.567;
-    const e = hub.append({ session_id: "s1", type: "turn.started", turn_id: "t1", data: { a: 1 } });
-    expect(e).toEqual({
-      session_id: "s1",
-      seq: 1,
-      type: "turn.started",
-      turn_id: "t1",
-      created_at: 1234.567,
-      data: { a: 1 },
+    const started: LogEvent = { type: "turn.started", data: { turn: turn("s1", "t1") } };
+    const a = await hub.append("s1", started, { turn_id: "t1" });
+    expect(a).toEqual({
+      event: { ...started, session_id: "s1", seq: 1, turn_id: "t1", created_at: 1234.567 },
+      ordinal: null,
     });
-    expect(hub.append({ session_id: "s1", type: "x", data: {} }).turn_id).toBeNull();
-    expect(store.readEvents("s1", 0, 10)).toEqual([e, { ...e, seq: 2, type: "x", turn_id: null, data: {} }]);
+    const b = await hub.append("s1", delta());
+    expect(b.event.turn_id).toBeNull();
+    expect(b.event.seq).toBe(2);
+    const it0 = threadItem("i0");
+    const c = await hub.append(
+      "s1",
+      { type: "item.started", data: { item: it0, output_index: 0 } },
+      { turn_id: "t1", item: { kind: "start", turn_id: "t1", item: it0, created_at: 1 } },
+    );
+    expect(c.ordinal).toBe(0);
+    expect(c.event.seq).toBe(3);
+    expect(await store.readEvents("s1", 0, 10)).toEqual([a.event, b.event, c.event]);
+    expect((await store.listItems("s1", {})).data).toEqual([
+      expect.objectContaining({ id: "i0", state: "started" }),
+    ]);
   });
 
-  it("a failed append (unknown session) publishes nothing", async () => {
+  it("a failed append (unknown session) publishes nothing and does not disturb other sessions", async () => {
     const sub = hub.subscribe("nope");
     const next = sub.next();
-    expect(() => hub.append({ session_id: "nope", type: "x", data: {} })).toThrow();
+    const writes: Array<[string, number]> = [];
+    hub.onWrite((sid, seq) => writes.push([sid, seq]));
+    const bad = hub.append("nope", delta());
+    const good = hub.append("s1", delta());
+    await expect(bad).rejects.toThrow();
+    expect((await good).event.seq).toBe(1);
+    expect(writes).toEqual([["s1", 1]]);
     expect((await settled(next)).done).toBe(false);
     sub.close();
     expect(await next).toEqual({ done: true, value: undefined });
   });
 
-  it("events are persisted before any subscriber sees them", async () => {
+  it("a store that fails on append never reaches subscribers; the writer carries on afterwards", async () => {
+    let fail = true;
+    const failing = wrap(store, {
+      appendEvents: async (sid: string, events: NewEvent[]) => {
+        if (fail) throw new Error("disk full");
+        return store.appendEvents(sid, events);
+      },
+    });
+    const h = new EventHub(failing);
+    const writes: number[] = [];
+    h.onWrite((_sid, seq) => writes.push(seq));
+    const sub = h.subscribe("s1");
+    const next = sub.next(); // replay of an empty log, then waits live
+    const batch = [h.append("s1", delta(1)), h.append("s1", delta(2))];
+    for (const p of batch) await expect(p).rejects.toThrow("disk full"); // the whole batch fails
+    expect((await settled(next)).done).toBe(false);
+    expect(writes).toEqual([]);
+    expect(await store.lastEventSeq("s1")).toBe(0);
+
+    fail = false;
+    expect((await h.append("s1", delta(3))).event.seq).toBe(1);
+    expect((await next).value).toMatchObject({ seq: 1, data: { delta: "3" } });
+    expect(writes).toEqual([1]);
+    h.closeAll();
+  });
+
+  it("events are stored before any subscriber (or write listener) sees them", async () => {
     const sub = hub.subscribe("s1");
     const seenInStore: boolean[] = [];
     const consumer = (async () => {
       for await (const e of sub) {
         // read the store the moment the event is received
-        const stored = store.readEvents("s1", e.seq - 1, 1)[0];
+        const stored = (await store.readEvents("s1", e.seq - 1, 1))[0];
         seenInStore.push(stored?.seq === e.seq && stored.type === e.type);
-        if (e.seq === 50) break;
+        if (e.seq === 60) break;
       }
     })();
+    const listenerChecks: Promise<boolean>[] = [];
+    hub.onWrite((sid, seq) => {
+      listenerChecks.push(store.lastEventSeq(sid).then((last) => last >= seq));
+    });
     for (let i = 0; i < 50; i++) {
-      hub.append({ session_id: "s1", type: `t${i}`, data: {} });
+      inflight.push(hub.append("s1", typed(`t${i}`)));
       // let the consumer run between appends, so it is woken by live publication, not by replay
-      await Promise.resolve();
+      if (i % 3 === 0) await nextTurn();
+      else await Promise.resolve();
+    }
+    for (let i = 0; i < 10; i++) {
+      inflight.push(
+        hub.commit("s1", async (tx, log) => {
+          await tx.updateSession("s1", { name: `n${i}` });
+          log(typed(`c${i}`));
+        }),
+      );
+      if (i % 2 === 0) await nextTurn();
     }
     await consumer;
-    expect(seenInStore).toHaveLength(50);
+    expect(seenInStore).toHaveLength(60);
     expect(seenInStore.every(Boolean)).toBe(true);
+    expect(listenerChecks.length).toBeGreaterThan(0);
+    expect((await Promise.all(listenerChecks)).every(Boolean)).toBe(true);
   });
 
-  it("a store that fails on append never reaches subscribers", async () => {
-    const failing: Store = Object.create(store) as Store;
-    failing.appendEvent = () => {
-      throw new Error("disk full");
-    };
-    const h = new EventHub(failing);
-    const sub = h.subscribe("s1");
-    const next = sub.next(); // replay of an empty log, then waits live
-    expect(() => h.append({ session_id: "s1", type: "x", data: {} })).toThrow("disk full");
-    expect((await settled(next)).done).toBe(false);
-    h.closeAll();
-    expect((await next).done).toBe(true);
-  });
-
-  it("many subscribers each receive every event, in order", async () => {
+  it("many subscribers each receive every event, in order; sessions are independent", async () => {
     const subs = Array.from({ length: 5 }, () => hub.subscribe("s1"));
     const other = hub.subscribe("s2");
     expect(hub.subscriberCount("s1")).toBe(5);
@@ -142,46 +197,48 @@ describe("EventHub", () => {
     expect(hub.subscriberCount()).toBe(6);
     const readers = subs.map((s) => take(s, 300));
     for (let i = 0; i < 300; i++) {
-      append(1);
+      void append(1);
       if (i % 7 === 0) await Promise.resolve();
+      if (i % 50 === 0) await nextTurn();
     }
-    append(2, "s2");
+    await append(2, "s2");
     const results = await Promise.all(readers);
     for (const r of results) expect(seqs(r)).toEqual(range(1, 300));
     expect(seqs(await take(other, 2))).toEqual([1, 2]);
-    expect((await take(other, 0)).length).toBe(0);
+    expect((await settled(other.next())).done).toBe(false); // s1's events never reach s2
+    expect(await store.lastEventSeq("s2")).toBe(2);
   });
 
   it("replays stored events (paged) then tails live", async () => {
-    append(25);
+    await append(25);
     const sub = hub.subscribe("s1", { pageSize: 10 });
     expect(sub.mode).toBe("replay");
     expect(seqs(await take(sub, 25))).toEqual(range(1, 25));
     const pending = sub.next();
-    expect(sub.mode).toBe("live");
-    append(1);
+    await waitFor(() => sub.mode === "live", "live mode");
+    void append(1);
     expect((await pending).value?.seq).toBe(26);
-    append(3);
+    void append(3);
     expect(seqs(await take(sub, 3))).toEqual([27, 28, 29]);
     expect(sub.lastSeq).toBe(29);
   });
 
   it("starts after afterSeq", async () => {
-    append(10);
+    await append(10);
     const sub = hub.subscribe("s1", { afterSeq: 7, pageSize: 2 });
     expect(sub.lastSeq).toBe(7);
     expect(seqs(await take(sub, 3))).toEqual([8, 9, 10]);
-    append(1);
+    void append(1);
     expect(seqs(await take(sub, 1))).toEqual([11]);
   });
 
   it("afterSeq beyond the end waits for that seq without duplicates", async () => {
-    append(3);
+    await append(3);
     const sub = hub.subscribe("s1", { afterSeq: 5 });
     const p = sub.next();
-    append(2); // seq 4, 5: before the cursor
+    await append(2); // seq 4, 5: before the cursor
     expect((await settled(p)).done).toBe(false);
-    append(1); // seq 6
+    void append(1); // seq 6
     expect((await p).value?.seq).toBe(6);
   });
 
@@ -191,48 +248,49 @@ describe("EventHub", () => {
     ["three appends per read", 3],
   ] as const) {
     it(`hands off from replay to live without gaps or duplicates (${label} during the replay)`, async () => {
-      append(35);
+      await append(35);
       const sub = hub.subscribe("s1", { pageSize: 10 });
       const got: number[] = [];
-      let appended = 35;
+      let issued = 35;
       let credit = 0;
-      // Append between next() calls: inside pages, at page boundaries, and across the switch to live.
+      // Append (without waiting) between next() calls: inside pages, at page boundaries, across the switch to live.
       while (got.length < 150) {
         const next = sub.next();
-        if (got.length === appended) {
-          // caught up: the pending next() must be woken by live publication
-          expect(sub.mode).toBe("live");
-          append(1);
-          appended++;
+        if (got.length === issued) {
+          // caught up: the pending next() must be woken by the append
+          void append(1);
+          issued++;
         }
         const r = await next;
         if (r.done) throw new Error("ended");
         got.push(r.value.seq);
         credit += perRead;
-        while (credit >= 1 && appended < 150) {
-          append(1);
-          appended++;
+        while (credit >= 1 && issued < 150) {
+          void append(1);
+          issued++;
           credit--;
         }
       }
       expect(got).toEqual(range(1, 150));
       expect(sub.lastSeq).toBe(150);
+      await Promise.all(inflight);
       const p = sub.next();
-      expect(sub.mode).toBe("live");
-      append(1);
+      await waitFor(() => sub.mode === "live", "live mode");
+      void append(1);
       expect((await p).value?.seq).toBe(151);
+      expect((await settled(sub.next())).done).toBe(false);
     });
   }
 
-  it("a pending next() during the switch to live is resolved by the next append", async () => {
-    append(10);
+  it("pending next() calls during the switch to live are resolved by the next appends, in order", async () => {
+    await append(10);
     const sub = hub.subscribe("s1", { pageSize: 10 });
     // exactly one full page: the hub cannot know it is caught up until the following (empty) read
     expect(seqs(await take(sub, 10))).toEqual(range(1, 10));
     expect(sub.mode).toBe("replay");
     const [a, b] = [sub.next(), sub.next()]; // concurrent next() calls keep their order
-    expect(sub.mode).toBe("live");
-    append(2);
+    await waitFor(() => sub.mode === "live", "live mode");
+    void append(2);
     expect([(await a).value?.seq, (await b).value?.seq]).toEqual([11, 12]);
   });
 
@@ -240,7 +298,7 @@ describe("EventHub", () => {
     const sub = hub.subscribe("s1", { maxBuffered: 100, pageSize: 250 });
     const fast = hub.subscribe("s1", { maxBuffered: 100 });
     // get both into live mode
-    append(1);
+    await append(1);
     expect(seqs(await take(sub, 1))).toEqual([1]);
     expect(sub.mode).toBe("live");
 
@@ -252,22 +310,34 @@ describe("EventHub", () => {
         if (e.seq === 10_001) break;
       }
     })();
+    let last: Promise<Appended> = Promise.resolve({} as Appended);
     for (let i = 0; i < 10_000; i++) {
-      append(1);
-      maxSeen = Math.max(maxSeen, sub.buffered);
-      if (i % 50 === 0) await new Promise((r) => setImmediate(r)); // let the fast reader keep up
+      last = hub.append("s1", delta(i));
+      if (i % 50 === 49) {
+        await last; // stored and published
+        maxSeen = Math.max(maxSeen, sub.buffered);
+        await nextTurn(); // let the fast reader keep up
+      }
     }
+    await last;
     expect(maxSeen).toBe(100);
     expect(sub.buffered).toBe(100);
     expect(sub.mode).toBe("replay"); // overflowed: the rest stays in the store
 
     // resumes: gets every event in order (the overflow re-read from the store), then continues live
-    const got = await take(sub, 10_000);
-    expect(seqs(got)).toEqual(range(2, 10_001));
-    expect(sub.buffered).toBeLessThanOrEqual(250);
+    let maxWhileReading = 0;
+    const got: number[] = [];
+    for (let i = 0; i < 10_000; i++) {
+      const r = await sub.next();
+      if (r.done) throw new Error("ended");
+      got.push(r.value.seq);
+      maxWhileReading = Math.max(maxWhileReading, sub.buffered);
+    }
+    expect(got).toEqual(range(2, 10_001));
+    expect(maxWhileReading).toBeLessThanOrEqual(250);
     const p = sub.next();
-    expect(sub.mode).toBe("live");
-    append(1);
+    await waitFor(() => sub.mode === "live", "live mode");
+    void append(1);
     expect((await p).value?.seq).toBe(10_002);
 
     await fastReader;
@@ -275,14 +345,14 @@ describe("EventHub", () => {
   });
 
   it("keeps the buffer bounded while replaying a long log that grows", async () => {
-    append(5000);
+    await append(5000);
     const sub = hub.subscribe("s1", { maxBuffered: 10, pageSize: 100 });
     let max = 0;
     for (let i = 0; i < 5000; i++) {
       const r = await sub.next();
       expect(r.value?.seq).toBe(i + 1);
       max = Math.max(max, sub.buffered);
-      if (i % 10 === 0) append(1);
+      if (i % 10 === 0) void append(1);
     }
     expect(max).toBeLessThanOrEqual(100);
     expect(seqs(await take(sub, 500))).toEqual(range(5001, 5500));
@@ -299,12 +369,13 @@ describe("EventHub", () => {
     expect(await sub.next()).toEqual({ done: true, value: undefined });
     expect(sub.mode).toBe("closed");
     expect(sub.buffered).toBe(0);
-    append(1); // no one to publish to; no error
+    await append(1); // no one to publish to; no error
     sub.close(); // idempotent
+    expect(await sub.next()).toEqual({ done: true, value: undefined });
   });
 
   it("breaking out of for await (return()) unregisters the subscriber", async () => {
-    append(5);
+    await append(5);
     const sub = hub.subscribe("s1");
     const got: number[] = [];
     for await (const e of sub) {
@@ -320,25 +391,26 @@ describe("EventHub", () => {
   });
 
   it("until ends the subscription after delivering the matching event", async () => {
-    const sub = hub.subscribe("s1", { until: (e) => e.type === "turn.completed" });
+    const sub = hub.subscribe("s1", { until: (e) => text(e) === "turn.completed" });
     const got: string[] = [];
     const consumer = (async () => {
-      for await (const e of sub) got.push(e.type);
+      for await (const e of sub) got.push(text(e));
     })();
-    hub.append({ session_id: "s1", type: "turn.started", data: {} });
-    hub.append({ session_id: "s1", type: "delta", data: {} });
-    hub.append({ session_id: "s1", type: "turn.completed", data: {} });
-    hub.append({ session_id: "s1", type: "after", data: {} });
+    void append(1, "s1", "turn.started");
+    void append(1, "s1", "delta");
+    await nextTurn();
+    void append(1, "s1", "turn.completed");
+    void append(1, "s1", "after");
     await consumer;
     expect(got).toEqual(["turn.started", "delta", "turn.completed"]);
     expect(hub.subscriberCount("s1")).toBe(0);
   });
 
   it("until also applies to replayed events", async () => {
-    append(3, "s1", "a");
-    append(1, "s1", "stop");
-    append(3, "s1", "b");
-    const sub = hub.subscribe("s1", { pageSize: 2, until: (e) => e.type === "stop" });
+    await append(3, "s1", "a");
+    await append(1, "s1", "stop");
+    await append(3, "s1", "b");
+    const sub = hub.subscribe("s1", { pageSize: 2, until: (e) => text(e) === "stop" });
     const got: number[] = [];
     for await (const e of sub) got.push(e.seq);
     expect(got).toEqual([1, 2, 3, 4]);
@@ -352,7 +424,7 @@ describe("EventHub", () => {
       },
     });
     const p = sub.next();
-    expect(() => append(2)).not.toThrow();
+    await expect(append(2)).resolves.toHaveLength(2);
     expect((await p).value?.seq).toBe(1);
     expect((await sub.next()).done).toBe(true);
   });
@@ -368,7 +440,7 @@ describe("EventHub", () => {
     expect(hub.subscriberCount("s1")).toBe(0);
     expect(hub.subscriberCount("s2")).toBe(1);
     expect((await settled(pc)).done).toBe(false);
-    append(1, "s2");
+    void append(1, "s2");
     expect((await pc).value?.seq).toBe(1);
   });
 
@@ -383,7 +455,7 @@ describe("EventHub", () => {
   });
 
   it("closes a subscriber that is mid-replay", async () => {
-    append(50);
+    await append(50);
     const sub = hub.subscribe("s1", { pageSize: 10 });
     await take(sub, 5);
     expect(sub.buffered).toBe(5);
@@ -392,14 +464,344 @@ describe("EventHub", () => {
     expect((await sub.next()).done).toBe(true);
   });
 
+  it("closes a subscriber whose page read is in flight; the read's events are dropped", async () => {
+    await append(5);
+    const sub = hub.subscribe("s1");
+    const p = sub.next(); // starts a page read
+    sub.close();
+    expect(await p).toEqual({ done: true, value: undefined });
+    await nextTurn(); // the read has completed meanwhile
+    expect(sub.buffered).toBe(0);
+    expect(sub.lastSeq).toBe(0);
+  });
+
   it("a subscriber of a deleted-then-closed session ends; new appends after re-creation start at 1", async () => {
-    append(3);
+    await append(3);
     const sub = hub.subscribe("s1");
     await take(sub, 3);
-    store.deleteSession("s1");
+    await store.deleteSession("s1");
     hub.closeSession("s1");
     expect((await sub.next()).done).toBe(true);
-    store.insertSession(session("s1"));
-    expect(append(1)[0]!.seq).toBe(1);
+    await store.insertSession(session("s1"));
+    expect((await append(1))[0]!.event.seq).toBe(1);
+  });
+
+  describe("batching", () => {
+    it("appends made in one event-loop turn are written in one batch and published in seq order", async () => {
+      const calls: Array<[string, number]> = [];
+      const counted = wrap(store, {
+        appendEvents: (sid: string, events: NewEvent[]) => {
+          calls.push([sid, events.length]);
+          return store.appendEvents(sid, events);
+        },
+      });
+      const h = new EventHub(counted);
+      const sub = h.subscribe("s1");
+      const live = sub.next(); // in live mode before the appends
+      await waitFor(() => sub.mode === "live", "live mode");
+      const resolved: number[] = [];
+      const writes: Array<[string, number]> = [];
+      h.onWrite((sid, seq) => writes.push([sid, seq]));
+
+      const ps = Array.from({ length: 10 }, (_, i) =>
+        h.append("s1", delta(i)).then((a) => {
+          resolved.push(a.event.seq);
+          return a;
+        }),
+      );
+      const other = h.append("s2", delta(100));
+      const res = await Promise.all(ps);
+      await other;
+      expect(calls).toEqual([
+        ["s1", 10],
+        ["s2", 1],
+      ]);
+      expect(writes).toEqual([
+        ["s1", 10],
+        ["s2", 1],
+      ]);
+      expect(res.map((a) => a.event.seq)).toEqual(range(1, 10));
+      expect(res.map((a) => text(a.event))).toEqual(range(0, 9).map(String)); // seq follows the order of the calls
+      expect(resolved).toEqual(range(1, 10));
+      expect((await live).value?.seq).toBe(1);
+      expect(seqs(await take(sub, 9))).toEqual(range(2, 10));
+
+      // a later turn: a batch of its own
+      await h.append("s1", delta());
+      expect(calls.at(-1)).toEqual(["s1", 1]);
+      h.closeAll();
+    });
+
+    it("appends issued while a batch is being written form the next batch", async () => {
+      const calls: number[] = [];
+      let release!: () => void;
+      const gate = new Promise<void>((r) => {
+        release = r;
+      });
+      const gated = wrap(store, {
+        appendEvents: async (sid: string, events: NewEvent[]) => {
+          calls.push(events.length);
+          if (calls.length === 1) await gate;
+          return store.appendEvents(sid, events);
+        },
+      });
+      const h = new EventHub(gated);
+      const sub = h.subscribe("s1");
+      const reader = take(sub, 7);
+      const first = [h.append("s1", delta(0)), h.append("s1", delta(1))];
+      await waitFor(() => calls.length === 1, "the first batch");
+      const second = [h.append("s1", delta(2)), h.append("s1", delta(3))];
+      await nextTurn();
+      const third = [h.append("s1", delta(4)), h.append("s1", delta(5)), h.append("s1", delta(6))];
+      expect(calls).toEqual([2]); // the first batch is still being written
+      release();
+      const all = await Promise.all([...first, ...second, ...third]);
+      expect(calls).toEqual([2, 5]);
+      expect(all.map((a) => a.event.seq)).toEqual(range(1, 7));
+      expect(all.map((a) => text(a.event))).toEqual(range(0, 6).map(String));
+      expect(seqs(await reader)).toEqual(range(1, 7));
+      h.closeAll();
+    });
+  });
+
+  describe("commit", () => {
+    it("writes the state change and its events in one transaction, then publishes them", async () => {
+      const sub = hub.subscribe("s1");
+      const writes: number[] = [];
+      hub.onWrite((_sid, seq) => writes.push(seq));
+      const t = turn("s1", "t1", 5, { status: "in_progress" });
+      const it0 = threadItem("i0");
+      const result = await hub.commit("s1", async (tx, log) => {
+        const s = await tx.claimSession("s1", "t1", { status: "in_progress" });
+        await tx.insertTurn(t);
+        log({ type: "session.status", data: { session: s! } });
+        log({ type: "turn.started", data: { turn: t } }, { turn_id: "t1" });
+        log(
+          { type: "item.started", data: { item: it0, output_index: 0 } },
+          { turn_id: "t1", item: { kind: "start", turn_id: "t1", item: it0, created_at: 6 } },
+        );
+        return "done";
+      });
+      expect(result).toBe("done");
+      expect(await store.getSession("s1")).toMatchObject({ status: "in_progress", active_turn_id: "t1" });
+      expect(await store.getTurn("s1", "t1")).toEqual(t);
+      expect((await store.listItems("s1", {})).data).toEqual([
+        expect.objectContaining({ id: "i0", ordinal: 0 }),
+      ]);
+      const got = await take(sub, 3);
+      expect(got.map((e) => [e.seq, e.type, e.turn_id])).toEqual([
+        [1, "session.status", null],
+        [2, "turn.started", "t1"],
+        [3, "item.started", "t1"],
+      ]);
+      expect(got).toEqual(await store.readEvents("s1", 0, 10));
+      expect(writes).toEqual([3]); // once per commit
+
+      // a commit that logs nothing publishes nothing
+      expect(await hub.commit("s1", async (tx) => (await tx.getSession("s1"))?.status)).toBe("in_progress");
+      expect(writes).toEqual([3]);
+    });
+
+    it("a throwing commit writes nothing and publishes nothing", async () => {
+      await append(2);
+      const sub = hub.subscribe("s1");
+      expect(seqs(await take(sub, 2))).toEqual([1, 2]);
+      const next = sub.next();
+      const writes: number[] = [];
+      hub.onWrite((_sid, seq) => writes.push(seq));
+      await expect(
+        hub.commit("s1", async (tx, log) => {
+          await tx.updateSession("s1", { name: "changed", status: "in_progress" });
+          log(typed("lost 1"));
+          await tx.insertTurn(turn("s1", "t1"));
+          await nextTurn();
+          log(typed("lost 2"));
+          throw new Error("nope");
+        }),
+      ).rejects.toThrow("nope");
+      expect(await store.getSession("s1")).toEqual(session("s1"));
+      expect(await store.getTurn("s1", "t1")).toBeUndefined();
+      expect(await store.lastEventSeq("s1")).toBe(2);
+      expect((await settled(next)).done).toBe(false);
+      expect(writes).toEqual([]);
+
+      // the session's writer carries on, without a gap
+      void append(1);
+      expect((await next).value).toMatchObject({ seq: 3, data: { delta: "0" } });
+      expect(writes).toEqual([3]);
+    });
+
+    it("runs after the appends queued before it and before those queued after it", async () => {
+      const sub = hub.subscribe("s1");
+      const a1 = hub.append("s1", typed("before"));
+      const c = hub.commit("s1", async (tx, log) => {
+        // the earlier append is already stored when the commit runs
+        expect(await tx.lastEventSeq("s1")).toBe(1);
+        log(typed("committed"));
+        return tx.lastEventSeq("s1");
+      });
+      const a2 = hub.append("s1", typed("after"));
+      expect((await a1).event.seq).toBe(1);
+      expect(await c).toBe(1); // its own events are appended once fn returns
+      expect((await a2).event.seq).toBe(3);
+      expect((await take(sub, 3)).map(text)).toEqual(["before", "committed", "after"]);
+    });
+
+    it("commits of different sessions do not wait for each other's appends", async () => {
+      const [x, y] = await Promise.all([
+        hub.commit("s1", async (_tx, log) => log(typed("x"))),
+        hub.commit("s2", async (_tx, log) => log(typed("y"))),
+        append(3, "s1"),
+      ]);
+      expect([x, y]).toEqual([undefined, undefined]);
+      expect((await store.readEvents("s1", 0, 10)).map(text)).toEqual(["x", "0", "1", "2"]);
+      expect((await store.readEvents("s2", 0, 10)).map(text)).toEqual(["y"]);
+    });
+  });
+
+  describe("notify (events written by another instance)", () => {
+    it("wakes a live subscriber, which then delivers them in order", async () => {
+      await append(2);
+      const sub = hub.subscribe("s1");
+      expect(seqs(await take(sub, 2))).toEqual([1, 2]);
+      const p = sub.next();
+      await waitFor(() => sub.mode === "live", "live mode");
+      // another instance writes straight into the store, bypassing this hub
+      await store.appendEvents("s1", [newEvent(typed("x3")), newEvent(typed("x4")), newEvent(typed("x5"))]);
+      expect((await settled(p)).done).toBe(false); // not heard of yet
+      hub.notify("s2", 5); // another session: no effect
+      expect((await settled(p)).done).toBe(false);
+      hub.notify("s1", 5);
+      expect((await p).value).toMatchObject({ seq: 3, data: { delta: "x3" } });
+      expect((await take(sub, 2)).map(text)).toEqual(["x4", "x5"]);
+
+      // a notify for what was delivered already is a no-op
+      const q = sub.next();
+      hub.notify("s1", 5);
+      hub.notify("s1", 4);
+      expect((await settled(q)).done).toBe(false);
+      await waitFor(() => sub.mode === "live", "live mode");
+      void append(1);
+      expect((await q).value?.seq).toBe(6);
+    });
+
+    it("a notify during a replay is not lost", async () => {
+      await append(20);
+      const sub = hub.subscribe("s1", { pageSize: 10 });
+      expect(seqs(await take(sub, 12))).toEqual(range(1, 12));
+      await store.appendEvents("s1", [newEvent(), newEvent()]); // seq 21, 22 from elsewhere
+      hub.notify("s1", 22);
+      expect(seqs(await take(sub, 10))).toEqual(range(13, 22));
+      const p = sub.next();
+      expect((await settled(p)).done).toBe(false);
+      void append(1);
+      expect((await p).value?.seq).toBe(23);
+    });
+
+    it("a published event after a gap (written elsewhere, not notified) makes the subscriber read the gap", async () => {
+      await append(1);
+      const sub = hub.subscribe("s1");
+      expect(seqs(await take(sub, 1))).toEqual([1]);
+      await store.appendEvents("s1", [newEvent(typed("elsewhere"))]); // seq 2
+      void append(1); // seq 3, published here
+      expect((await take(sub, 2)).map((e) => [e.seq, text(e)])).toEqual([
+        [2, "elsewhere"],
+        [3, "0"],
+      ]);
+    });
+
+    // A notify that runs ahead of what this store can see (or whose events were deleted) must not make the
+    // subscription re-read forever in a loop that never yields: the store gives up after 1000 reads (failing the
+    // test) if it does.
+    it("a notify ahead of the stored log does not spin: the subscriber waits for the events", async () => {
+      let reads = 0;
+      const bounded = wrap(store, {
+        readEvents: async (sid: string, after: number, limit: number) => {
+          if (++reads > 1000) throw new Error("readEvents called 1000 times: spinning");
+          return store.readEvents(sid, after, limit);
+        },
+      });
+      const h = new EventHub(bounded);
+      await h.append("s1", delta());
+      const sub = h.subscribe("s1");
+      expect(seqs(await take(sub, 1))).toEqual([1]);
+      const p = sub.next();
+      h.notify("s1", 3); // announced, but not (yet) visible
+      expect((await settled(p)).done).toBe(false);
+      expect(reads).toBeLessThan(10);
+      await store.appendEvents("s1", [newEvent(), newEvent()]);
+      h.notify("s1", 3);
+      expect((await p).value?.seq).toBe(2);
+      expect(seqs(await take(sub, 1))).toEqual([3]);
+      h.closeAll();
+    });
+  });
+
+  describe("subscribing while appends are in flight", () => {
+    it("every subscriber sees exactly seq afterSeq+1..N (stress)", async () => {
+      const N = 600;
+      const subs: Array<{ sub: Subscription; from: number; reader?: Promise<EventRecord[]> }> = [];
+      const writes: Promise<Appended>[] = [];
+      for (let i = 0; i < N; i++) {
+        writes.push(hub.append("s1", delta(i)));
+        if (i % 3 === 0) {
+          const sub = hub.subscribe("s1", { pageSize: 1 + (i % 7), maxBuffered: 1 + (i % 5) * 10 });
+          subs.push({ sub, from: 0 });
+        }
+        if (i % 17 === 0) {
+          // from wherever the log is right now (maybe with writes in flight)
+          const from = await store.lastEventSeq("s1");
+          subs.push({ sub: hub.subscribe("s1", { afterSeq: from, pageSize: 3 }), from });
+        }
+        if (i % 5 === 0) {
+          // some read as they go, the others only at the end
+          const s = subs.at(-1)!;
+          if (!s.reader) s.reader = take(s.sub, N - s.from);
+        }
+        switch (i % 4) {
+          case 0:
+            await Promise.resolve();
+            break;
+          case 1:
+            await nextTurn();
+            break;
+          case 2:
+            if (i % 8 === 2) await writes.at(-1);
+            break;
+          default:
+        }
+      }
+      const stored = await Promise.all(writes);
+      expect(stored.map((a) => a.event.seq)).toEqual(range(1, N));
+      expect(subs.length).toBeGreaterThan(200);
+      for (const s of subs) {
+        const got = await (s.reader ?? take(s.sub, N - s.from));
+        expect(seqs(got)).toEqual(range(s.from + 1, N));
+      }
+      // and nothing more: no duplicates arrive later
+      const after = subs.map((s) => s.sub.next());
+      expect((await settled(Promise.race(after))).done).toBe(false);
+      void append(1);
+      for (const p of after) expect((await p).value?.seq).toBe(N + 1);
+    });
+  });
+
+  // A listener that throws must not make stored appends reject (nor leave a commit's writer stuck).
+  it("a throwing write listener does not fail appends that were stored", async () => {
+    hub.onWrite(() => {
+      throw new Error("listener");
+    });
+    const sub = hub.subscribe("s1");
+    const p = sub.next();
+    const a = await hub.append("s1", delta());
+    expect(a.event.seq).toBe(1);
+    expect((await p).value?.seq).toBe(1);
+    // A commit settles too, and the session's writer keeps going.
+    const committed = await hub.commit("s1", async (_tx, log) => {
+      log(delta());
+      return "done";
+    });
+    expect(committed).toBe("done");
+    expect((await hub.append("s1", delta())).event.seq).toBe(3);
   });
 });

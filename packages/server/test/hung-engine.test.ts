@@ -7,7 +7,7 @@ import { readSse, type ServerFixture, startServer, waitFor } from "./fixture.js"
 let fx: ServerFixture;
 beforeAll(async () => {
   fx = await startServer({ env: { AGENT_TURN_TIMEOUT: "1" } });
-  await fx.service.deps.pool.warm();
+  await fx.service.core.engines.warm();
 });
 afterAll(async () => {
   await fx?.close();
@@ -19,7 +19,7 @@ it("kills an unresponsive engine after a stopped turn's grace period", async () 
   fx.mock.enqueue(scripts.streamingMessage(["stuck"], { gate }));
   const res = fx.request("POST", `/v1/agents/sessions/${body.id}/events`, { input: "hang" });
   await gate.reached;
-  const [before] = fx.service.deps.pool.stats();
+  const [before] = fx.service.core.engines.stats();
   process.kill(before!.pid!, "SIGSTOP");
   const events = await readSse(await res);
   expect(events.at(-1)?.event).toBe("agent.session.turn.failed");
@@ -27,7 +27,7 @@ it("kills an unresponsive engine after a stopped turn's grace period", async () 
   gate.release();
   await waitFor(
     () => {
-      const [now] = fx.service.deps.pool.stats();
+      const [now] = fx.service.core.engines.stats();
       return now!.pid !== undefined && now!.pid !== before!.pid;
     },
     20_000,

@@ -123,7 +123,7 @@ describe("AGENT_SESSION_TTL", () => {
     );
     const events = await s.json("GET", `/v1/agents/sessions/${busy.body.id}/events`);
     expect(events.status).toBe(404);
-    expect(s.service.deps.store.countSessions()).toBe(0);
+    expect(await s.service.core.store.countSessions()).toBe(0);
   });
 });
 
@@ -179,18 +179,18 @@ describe("AGENT_TURN_TIMEOUT", () => {
 
     // Recorded: the turn failed with the reason; the session is no longer busy.
     const turnId = String(last.data.turn_id);
-    const turn = s.service.deps.store.getTurn(id, turnId)!;
+    const turn = (await s.service.core.store.getTurn(id, turnId))!;
     expect(turn.status).toBe("failed");
     expect(turn.error).toEqual({ code: "request_timeout", message: error.message });
     expect(turn.completed_at).not.toBeNull();
     const session = await s.json<{ status: string }>("GET", `/v1/agents/sessions/${id}`);
     expect(session.body.status).toBe("failed");
-    expect(s.service.deps.sessions.runner.isActive(id)).toBe(false);
+    expect(s.service.core.runner.isActive(id)).toBe(false);
 
     // The engine's turn was interrupted too (not left running on the thread).
-    const threadId = s.service.deps.store.getSession(id)!.thread_id!;
+    const threadId = (await s.service.core.store.getSession(id))!.thread_id!;
     expect(threadId).toBeTruthy();
-    const lease = await s.service.deps.pool.lease(threadId, {});
+    const lease = await s.service.core.engines.lease(threadId, {});
     try {
       // (The engine may answer "list_turns is not supported yet" while it still writes the thread out.)
       const thread = (await waitFor(

@@ -148,7 +148,7 @@ describe("input events", () => {
     await gate.reached;
     // Fault injection: the engine turn ended between the server's check and its steer (the runner then
     // answers "nothing to steer", as it does when the engine refuses with "no active turn to steer").
-    const runner = f.service.deps.sessions.runner;
+    const runner = f.service.core.runner;
     const steer = runner.steer;
     let refused = 0;
     runner.steer = async () => {

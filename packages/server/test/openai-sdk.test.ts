@@ -592,14 +592,21 @@ describe("items and turns", () => {
       .finalResult();
     // Engine items the official API has no type for (e.g. a context compaction marker), between two turns.
     for (let i = 0; i < 3; i++) {
-      f.service.deps.store.appendItem({
-        session_id: other,
-        turn_id: a.turn_id,
-        id: `compaction-${i}`,
-        type: "contextCompaction",
-        created_at: Date.now() / 1000,
-        data: { type: "contextCompaction", id: `compaction-${i}` },
-      });
+      const item = { type: "contextCompaction", id: `compaction-${i}` } as const;
+      await f.service.core.hub.append(
+        other,
+        { type: "item.completed", data: { item, output_index: 0 } },
+        {
+          turn_id: a.turn_id,
+          item: {
+            kind: "finish",
+            turn_id: a.turn_id,
+            item,
+            created_at: Date.now() / 1000,
+            state: "completed",
+          },
+        },
+      );
     }
     await client.beta.agents.sessions.stream(other, { input: "Reply with exactly: B" }).finalResult();
     const paged = await all(client.beta.agents.sessions.items.list(other, { limit: 2, order: "asc" }));
@@ -668,17 +675,23 @@ describe("items and turns", () => {
 describe("artifacts", () => {
   it("list, retrieve, content (bytes + content type) and delete workspace files", async () => {
     const s = await client.beta.agents.sessions.create({ environment: { type: "none" } });
+    // Every official session works in its own directory under the workspace root.
+    const ws = join(f.workspace, s.id);
+    expect(s.environment).toMatchObject({ workspace_directory: ws });
     const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 1, 2, 255]);
-    mkdirSync(join(f.workspace, "art"), { recursive: true });
-    writeFileSync(join(f.workspace, "art", "report.txt"), "hello artifact\n");
-    writeFileSync(join(f.workspace, "art", "pixel.png"), png);
-    writeFileSync(join(f.workspace, "art", "values.json"), '{"a":1}');
-    const dir = realpathSync(join(f.workspace, "art"));
+    mkdirSync(join(ws, "art"), { recursive: true });
+    writeFileSync(join(ws, "art", "report.txt"), "hello artifact\n");
+    writeFileSync(join(ws, "art", "pixel.png"), png);
+    writeFileSync(join(ws, "art", "values.json"), '{"a":1}');
+    writeFileSync(join(f.workspace, "outside-the-session.txt"), "not this session's");
+    const dir = realpathSync(join(ws, "art"));
     const abs = (name: string) => join(dir, name);
 
     const listed = await all(client.beta.agents.sessions.artifacts.list(s.id, { limit: 1 }));
     const byPath = new Map(listed.map((a) => [a.path, a]));
     expect(new Set(listed.map((a) => a.id)).size).toBe(listed.length);
+    expect(listed).toHaveLength(3);
+    expect(listed.every((a) => a.path.startsWith(`${dir}/`))).toBe(true);
     const report = byPath.get(abs("report.txt"));
     expect(report).toMatchObject({
       object: "agent.session.artifact",
@@ -736,7 +749,7 @@ describe("artifacts", () => {
       })
       .finalResult();
     expect(result.output_text).toBe("file written");
-    const path = realpathSync(join(f.workspace, "turn-output.txt"));
+    const path = realpathSync(join(f.workspace, s.id, "turn-output.txt"));
     const artifact = await client.beta.agents.sessions.artifacts.forResult(result).retrieve(path);
     expect(artifact).toMatchObject({ path, turn_id: result.turn_id, session_id: s.id, size_bytes: 14 });
     const content = await client.beta.agents.sessions.artifacts.forResult(result).content(path);
@@ -836,7 +849,7 @@ describe("docs walkthrough", () => {
     ]);
     const file = await client.beta.agents.sessions.artifacts
       .forResult(followUp)
-      .retrieve(realpathSync(join(f.workspace, "walkthrough.txt")));
+      .retrieve(realpathSync(join(f.workspace, sid, "walkthrough.txt")));
     const bytes = await client.beta.agents.sessions.artifacts.content(file.id, { session_id: sid });
     expect(await bytes.text()).toBe("walkthrough");
     const session = await client.beta.agents.sessions.retrieve(sid);

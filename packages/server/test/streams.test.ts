@@ -143,7 +143,7 @@ describe("fan-out", () => {
     );
     // Each one is live before the model continues: it has the turn start already.
     for (const r of [post, ...subs]) await r.until((e) => e.event === "agent.session.turn.started");
-    expect(f.service.deps.hub.subscriberCount(sid)).toBe(6);
+    expect(f.service.core.hub.subscriberCount(sid)).toBe(6);
     expect(await sessionStatus(sid)).toBe("in_progress");
 
     gate.release();
@@ -163,7 +163,7 @@ describe("fan-out", () => {
       expect(r.ended).toBe(true);
       expect(r.frames).toEqual(reference);
     }
-    await waitFor(() => f.service.deps.hub.subscriberCount(sid) === 0, 5000, "subscriptions released");
+    await waitFor(() => f.service.core.hub.subscriberCount(sid) === 0, 5000, "subscriptions released");
   });
 });
 
@@ -198,8 +198,10 @@ describe("Last-Event-ID", () => {
     await gate.reached;
     // Everything of request 1 is in the log once the command item is stored.
     await waitFor(
-      () =>
-        f.service.deps.store.listItems(sid, { limit: 100 }).data.some((i) => i.type === "commandExecution"),
+      async () =>
+        (await f.service.core.store.listItems(sid, { limit: 100, states: ["completed"] })).data.some(
+          (i) => i.type === "commandExecution",
+        ),
       10_000,
       "command item stored",
     );
@@ -359,7 +361,7 @@ describe("slow and departing clients", () => {
     const turnId = started!.data.turn_id as string;
     await r.cancel();
     // The server notices and drops the subscription, but the turn goes on.
-    await waitFor(() => f.service.deps.hub.subscriberCount(sid) === 0, 5000, "subscription closed");
+    await waitFor(() => f.service.core.hub.subscriberCount(sid) === 0, 5000, "subscription closed");
     expect(await sessionStatus(sid)).toBe("in_progress");
 
     gate.release();
@@ -371,7 +373,7 @@ describe("slow and departing clients", () => {
     expect(items.body.data).toEqual([
       expect.objectContaining({ turn_id: turnId, item: expect.objectContaining({ text: parts.join("") }) }),
     ]);
-    const types = f.service.deps.store.readEvents(sid, 0, 10_000).map((e) => e.type);
+    const types = (await f.service.core.store.readEvents(sid, 0, 10_000)).map((e) => e.type);
     expect(types.filter((t) => t === "item.delta")).toHaveLength(parts.length);
     expect(types).toContain("turn.completed");
 

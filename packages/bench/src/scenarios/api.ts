@@ -36,10 +36,10 @@ export const apiThroughput: Scenario = {
     const seconds = ctx.quick ? 5 : 15;
     const { dir } = ctx.cleanup.tempDir("api");
     const store = openStore(dir);
-    seedSessions(store, 1000, { workspace: workspaceOf(dir), history: true });
-    const [sessionId] = seedSessions(store, 1, { workspace: workspaceOf(dir) });
-    seedItems(store, sessionId!, 100);
-    store.close();
+    await seedSessions(store, 1000, { workspace: workspaceOf(dir), history: true });
+    const [sessionId] = await seedSessions(store, 1, { workspace: workspaceOf(dir) });
+    await seedItems(store, sessionId!, 100);
+    await store.close();
     const endpoints: Endpoint[] = [
       { name: "GET /health", method: "GET", path: "/health" },
       { name: "GET session (template)", method: "GET", path: `/v1/agents/sessions/${sessionId}` },

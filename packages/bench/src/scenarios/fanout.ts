@@ -100,10 +100,10 @@ export const fanout: Scenario = {
         const minSeq = minOf(done.seqs);
         const maxSeq = maxOf(done.seqs);
         const created = new Map<number, number>();
-        for (const e of store.readEvents(session.id, minSeq - 1, maxSeq - minSeq + 1)) {
+        for (const e of await store.readEvents(session.id, minSeq - 1, maxSeq - minSeq + 1)) {
           created.set(e.seq, e.created_at * 1000);
         }
-        store.close();
+        await store.close();
         const delays: number[] = [];
         for (let i = 0; i < done.seqs.length; i++) {
           const c = created.get(done.seqs[i]!);

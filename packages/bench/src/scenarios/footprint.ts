@@ -40,8 +40,8 @@ export const footprint: Scenario = {
 
     const seededDir = `${dir}/seeded`;
     const store = openStore(seededDir);
-    seedSessions(store, 1000, { workspace: workspaceOf(seededDir), history: true });
-    store.close();
+    await seedSessions(store, 1000, { workspace: workspaceOf(seededDir), history: true });
+    await store.close();
     const server = await startServer(ctx.cleanup, { mockUrl: ctx.mock.url, dataDir: seededDir, args, env });
     const rows: Row[] = [];
     const trace: Array<Record<string, unknown>> = [];

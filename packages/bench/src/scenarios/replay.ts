@@ -40,7 +40,7 @@ export const replayLog: Scenario = {
     const { dir } = ctx.cleanup.tempDir("replay");
     const store = openStore(dir);
     const t0 = now();
-    const sessionId = seedEventLog(store, workspaceOf(dir), EVENTS);
+    const sessionId = await seedEventLog(store, workspaceOf(dir), EVENTS);
     const seedMs = now() - t0;
     // Reference: the same log read from the store in this process, in the hub's page size (1000).
     const readMs: number[] = [];
@@ -48,13 +48,13 @@ export const replayLog: Scenario = {
       const s = now();
       let after = 0;
       for (;;) {
-        const page = store.readEvents(sessionId, after, 1000);
+        const page = await store.readEvents(sessionId, after, 1000);
         if (page.length === 0) break;
         after = page.at(-1)!.seq;
       }
       readMs.push(now() - s);
     }
-    store.close();
+    await store.close();
     const server = await startServer(ctx.cleanup, { mockUrl: ctx.mock.url, dataDir: dir });
     const official: number[] = [];
     const template: number[] = [];

@@ -15,12 +15,12 @@ export const restart: Scenario = {
     const { dir } = ctx.cleanup.tempDir("restart");
     const emptyDir = `${dir}/empty`;
     const seededDir = `${dir}/seeded`;
-    openStore(emptyDir).close();
+    await openStore(emptyDir).close();
     const store = openStore(seededDir);
     const t0 = now();
-    seedSessions(store, SESSIONS, { workspace: workspaceOf(seededDir), history: true });
+    await seedSessions(store, SESSIONS, { workspace: workspaceOf(seededDir), history: true });
     const seedMs = now() - t0;
-    store.close();
+    await store.close();
     const args = ["--max-sessions", "100000"];
     const samples = {
       empty: { health: [] as number[], engine: [] as number[] },

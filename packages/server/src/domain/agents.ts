@@ -1,6 +1,8 @@
 import type { AgentRecord, ListOptions, Page, Store } from "../store/types.js";
+import type { Clock } from "../util/clock.js";
 import { notFound } from "./errors.js";
-import { newId, nowSeconds } from "./ids.js";
+import { newId } from "./ids.js";
+import type { Scope } from "./scope.js";
 
 /** Saved agent configuration fields (already validated by the wire layer). */
 export interface AgentFields {
@@ -15,13 +17,15 @@ export interface AgentFields {
 export class AgentService {
   constructor(
     private readonly store: Store,
+    private readonly clock: Clock,
     private readonly defaultModel: string,
   ) {}
 
-  create(f: AgentFields): AgentRecord {
-    const now = nowSeconds();
+  async create(scope: Scope, f: AgentFields): Promise<AgentRecord> {
+    const now = this.clock.now();
     const agent: AgentRecord = {
       id: newId("agent_"),
+      project_id: scope.projectId,
       created_at: now,
       updated_at: now,
       name: f.name ?? null,
@@ -31,37 +35,38 @@ export class AgentService {
       metadata: f.metadata ?? {},
       extra: f.extra ?? {},
     };
-    this.store.insertAgent(agent);
+    await this.store.insertAgent(agent);
     return agent;
   }
 
-  get(id: string): AgentRecord {
-    const agent = this.store.getAgent(id);
-    if (!agent) throw notFound(`Agent ${id} not found`, "agent_id");
+  /** The agent, if it belongs to the caller's project (another project's agent is "not found" too). */
+  async get(scope: Scope, id: string): Promise<AgentRecord> {
+    const agent = await this.store.getAgent(id);
+    if (!agent || agent.project_id !== scope.projectId) throw notFound(`Agent ${id} not found`, "agent_id");
     return agent;
   }
 
-  update(id: string, f: AgentFields): AgentRecord {
-    const agent = this.get(id);
-    const next: AgentRecord = {
-      ...agent,
+  async update(scope: Scope, id: string, f: AgentFields): Promise<AgentRecord> {
+    const agent = await this.get(scope, id);
+    const next = await this.store.updateAgent(id, {
       ...(f.name !== undefined ? { name: f.name } : {}),
       ...(f.model !== undefined ? { model: f.model || this.defaultModel } : {}),
       ...(f.instructions !== undefined ? { instructions: f.instructions } : {}),
       ...(f.tools !== undefined ? { tools: f.tools } : {}),
       ...(f.metadata !== undefined ? { metadata: f.metadata } : {}),
       extra: { ...agent.extra, ...f.extra },
-      updated_at: nowSeconds(),
-    };
-    this.store.updateAgent(next);
+      updated_at: this.clock.now(),
+    });
+    if (!next) throw notFound(`Agent ${id} not found`, "agent_id");
     return next;
   }
 
-  delete(id: string): void {
-    if (!this.store.deleteAgent(id)) throw notFound(`Agent ${id} not found`, "agent_id");
+  async delete(scope: Scope, id: string): Promise<void> {
+    await this.get(scope, id);
+    if (!(await this.store.deleteAgent(id))) throw notFound(`Agent ${id} not found`, "agent_id");
   }
 
-  list(opts: ListOptions): Page<AgentRecord> {
-    return this.store.listAgents(opts);
+  list(scope: Scope, opts: ListOptions): Promise<Page<AgentRecord>> {
+    return this.store.listAgents({ ...opts, project_id: scope.projectId });
   }
 }

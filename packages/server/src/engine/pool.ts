@@ -1,5 +1,6 @@
 import { Codex, type Thread, type ThreadOptions } from "@codex-agent-api/codex";
 import type { Logger } from "pino";
+import type { EngineStats, Engines, Lease } from "./types.js";
 
 export interface EnginePoolOptions {
   size: number;
@@ -28,7 +29,7 @@ interface Slot {
  * respawned on next use (its threads are resumed lazily), and a process that has loaded too many threads is
  * recycled when idle, since the engine never unloads threads by itself.
  */
-export class EnginePool {
+export class EnginePool implements Engines {
   private readonly slots: Slot[];
   private readonly placement = new Map<string, Slot>();
   private closed = false;
@@ -49,13 +50,7 @@ export class EnginePool {
     await Promise.all(this.slots.map((s) => this.ensure(s)));
   }
 
-  stats(): Array<{
-    index: number;
-    pid: number | undefined;
-    threads: number;
-    busy: number;
-    generation: number;
-  }> {
+  stats(): EngineStats[] {
     return this.slots.map((s) => ({
       index: s.index,
       pid: s.codex?.pid,
@@ -69,10 +64,7 @@ export class EnginePool {
    * A thread handle for a session: starts a new thread when `threadId` is null, otherwise finds the process that
    * has it loaded or resumes it on one. `release()` must be called when the turn ends.
    */
-  async lease(
-    threadId: string | null,
-    options: ThreadOptions,
-  ): Promise<{ thread: Thread; release: () => void; engine: number }> {
+  async lease(threadId: string | null, options: ThreadOptions): Promise<Lease> {
     if (this.closed) throw new Error("engine pool is closed");
     let slot = threadId ? this.placement.get(threadId) : undefined;
     if (slot && !slot.threads.has(threadId!)) slot = undefined;

@@ -1,6 +1,23 @@
+/**
+ * Who is calling: every request gets a scope (its project). With API keys, a request must carry an active key
+ * (`Authorization: Bearer cas_…` or `X-Access-Token`) and sees its key's project only; the operator's `--token`
+ * keeps working as an admin of the default project. Without keys: the single `--token` if one is configured,
+ * else nobody is asked (loopback binds only; see config). `/health` is always open and tells nothing per project.
+ */
 import { timingSafeEqual } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { Core } from "../core.js";
 import { unauthorized } from "../domain/errors.js";
+import { DEFAULT_PROJECT, type Scope } from "../domain/scope.js";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The caller's project (set by the auth hook on every request but /health). */
+    scope: Scope;
+    /** The API key that authenticated the request, if one did (rate limits are per key). */
+    keyId: string | null;
+  }
+}
 
 function same(a: string, b: string): boolean {
   const x = Buffer.from(a);
@@ -11,29 +28,46 @@ function same(a: string, b: string): boolean {
 /** The auth scheme is case-insensitive (RFC 9110 §11.1). */
 const BEARER = /^bearer[ \t]+(.+)$/i;
 
-/** Every token the request offers: `Authorization: Bearer …` and `X-Access-Token: …`. */
-function offeredTokens(req: FastifyRequest): string[] {
-  const offered: string[] = [];
+/** Every credential the request offers: `Authorization: Bearer …` and `X-Access-Token: …`. */
+function offered(req: FastifyRequest): string[] {
+  const out: string[] = [];
   const header = req.headers.authorization;
   const bearer = typeof header === "string" ? BEARER.exec(header.trim())?.[1]?.trim() : undefined;
-  if (bearer) offered.push(bearer);
+  if (bearer) out.push(bearer);
   const access = req.headers["x-access-token"];
-  if (typeof access === "string" && access) offered.push(access);
-  return offered;
+  if (typeof access === "string" && access) out.push(access);
+  return out;
 }
 
-/**
- * When a token is configured, every route but /health needs it (Bearer or X-Access-Token). Either header may
- * carry it: clients such as the openai SDK always send their own `Authorization: Bearer <api key>`, so a server
- * token given as `X-Access-Token` next to it must still be accepted.
- */
-export function installAuth(app: FastifyInstance, token: string | null): void {
-  if (!token) return;
+const OPERATOR: Scope = { projectId: DEFAULT_PROJECT, admin: true };
+
+export function isOpenPath(url: string): boolean {
+  return url === "/health" || url.startsWith("/health?");
+}
+
+export function installAuth(app: FastifyInstance, core: Core): void {
+  const token = core.config.token;
+  app.decorateRequest("scope", null as unknown as Scope);
+  app.decorateRequest("keyId", null);
   app.addHook("onRequest", async (req) => {
-    if (req.url === "/health" || req.url.startsWith("/health?")) return;
-    // Compare every candidate (no short-circuit on the first match).
-    let ok = false;
-    for (const given of offeredTokens(req)) ok = same(given, token) || ok;
-    if (!ok) throw unauthorized();
+    if (isOpenPath(req.url)) return;
+    const credentials = offered(req);
+    // Compare the operator token against every candidate (no short-circuit on the first match).
+    let operator = false;
+    if (token) for (const given of credentials) operator = same(given, token) || operator;
+    if (operator) {
+      req.scope = OPERATOR;
+      return;
+    }
+    for (const given of credentials) {
+      const scope = await core.keys.authenticate(given);
+      if (scope) {
+        req.scope = { projectId: scope.projectId, admin: scope.admin };
+        req.keyId = scope.keyId;
+        return;
+      }
+    }
+    if (token || (await core.keys.enabled())) throw unauthorized();
+    req.scope = OPERATOR;
   });
 }

@@ -3,8 +3,27 @@ import type { FastifyRequest } from "fastify";
 /** Which wire format a request speaks: the official SDKs always send `OpenAI-Beta: agents=v1`. */
 export type Dialect = "openai" | "template";
 
-export function dialectOf(req: FastifyRequest): Dialect {
+export function dialectOf(req: Pick<FastifyRequest, "headers">): Dialect {
   const beta = req.headers["openai-beta"];
   const values = Array.isArray(beta) ? beta : beta ? [beta] : [];
   return values.some((v) => /(^|[,\s])agents=v1\b/.test(v)) ? "openai" : "template";
 }
+
+/**
+ * The route constraint that picks a dialect's routes: each dialect plugin registers its routes with
+ * `constraints: {dialect}`; routes without the constraint (health, ops) serve both.
+ */
+export const dialectConstraint = {
+  name: "dialect",
+  storage<T>() {
+    const handlers = new Map<string, T>();
+    return {
+      get: (value: string): T | null => handlers.get(value) ?? null,
+      set: (value: string, store: T) => {
+        handlers.set(value, store);
+      },
+    };
+  },
+  deriveConstraint: (req: Pick<FastifyRequest, "headers">) => dialectOf(req),
+  mustMatchWhenDerived: false,
+};

@@ -1,7 +1,17 @@
+/**
+ * `Idempotency-Key`: the first request with a key is applied and its answer stored; a repeat with the same body
+ * gets the same answer without being applied again (a repeat that arrives while the first is still being applied
+ * waits for it and gets its answer); a repeat with a different body is a 409 (no retry). A request that fails is
+ * not recorded, so a retry with the same key applies it again. Keys are forgotten after 24 hours, as the official
+ * API documents.
+ */
 import { createHash } from "node:crypto";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { conflict } from "../domain/errors.js";
 import type { Store } from "../store/types.js";
+import type { Clock } from "../util/clock.js";
+
+export const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
 
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
@@ -31,14 +41,9 @@ const mismatch = (key: string) =>
     "idempotency_key_reused",
   );
 
-/**
- * `Idempotency-Key`: the first request with a key is applied and its answer stored; a repeat with the same body
- * gets the same answer without being applied again (a repeat that arrives while the first is still being applied
- * waits for it and gets its answer); a repeat with a different body is a 409 (no retry). A request that fails is
- * not recorded, so a retry with the same key applies it again (nothing was applied, or the retry can succeed).
- */
 export async function idempotent(
   store: Store,
+  clock: Clock,
   scope: string,
   req: FastifyRequest,
   reply: FastifyReply,
@@ -65,28 +70,38 @@ export async function idempotent(
     const r = await pending.answer;
     return reply.code(r.status).header("idempotent-replayed", "true").send(r.body);
   }
-  const seen = store.getIdempotency(scope, key);
-  if (seen) {
-    if (seen.body_hash !== hash) throw mismatch(key);
-    return reply
-      .code(seen.status)
-      .header("idempotent-replayed", "true")
-      .send(seen.response ?? undefined);
-  }
   // Registered before any await, so a concurrent duplicate cannot apply the request twice.
-  const answer = apply();
+  let release!: (a: Promise<Answer>) => void;
+  let settle!: (err: unknown) => void;
+  const answer = new Promise<Answer>((resolve, reject) => {
+    release = resolve;
+    settle = reject;
+  });
+  answer.catch(() => undefined); // a failure is reported to this request; waiters see it through their await
   running.set(id, { hash, answer });
   try {
-    const r = await answer;
-    store.putIdempotency({
+    const seen = await store.getIdempotency(scope, key);
+    if (seen && seen.created_at >= clock.now() - IDEMPOTENCY_TTL_SECONDS) {
+      if (seen.body_hash !== hash) throw mismatch(key);
+      const replay = { status: seen.status, body: seen.response ?? undefined };
+      release(Promise.resolve(replay));
+      return reply.code(replay.status).header("idempotent-replayed", "true").send(replay.body);
+    }
+    const applied = apply();
+    release(applied);
+    const r = await applied;
+    await store.putIdempotency({
       scope,
       key,
       body_hash: hash,
       status: r.status,
       response: r.body ?? null,
-      created_at: Date.now() / 1000,
+      created_at: clock.now(),
     });
     return reply.code(r.status).send(r.body);
+  } catch (err) {
+    settle(err); // no effect once released
+    throw err;
   } finally {
     running.delete(id);
   }

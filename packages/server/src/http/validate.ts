@@ -1,3 +1,8 @@
+/**
+ * Request validation: zod schemas on the routes (params, query, body), checked by one validator compiler whose
+ * errors are the API's own 400s, naming the field.
+ */
+import type { FastifySchemaCompiler } from "fastify";
 import { z } from "zod";
 import { badRequest } from "../domain/errors.js";
 
@@ -30,17 +35,38 @@ function explain(issue: Issue): { path: PropertyKey[]; message: string } {
   return deepest ? { path: issue.path, message: deepest.message } : issue;
 }
 
-/** Parses a body with a zod schema; the first issue becomes a clear 400 naming the field. */
-export function parse<T extends z.ZodType>(schema: T, value: unknown, what = "body"): z.infer<T> {
-  const r = schema.safeParse(value ?? {});
-  if (r.success) return r.data;
-  const issue = explain(r.error.issues[0]!);
+/** The first issue of a failed parse as a 400 naming the field. */
+export function invalid(error: z.ZodError, what: string) {
+  const issue = explain(error.issues[0]!);
   const path = issue.path.map(String).join(".");
-  throw badRequest(
+  return badRequest(
     path ? `Invalid '${path}': ${issue.message}` : `Invalid ${what}: ${issue.message}`,
     path || null,
   );
 }
+
+/** Parses a value with a zod schema outside a route schema (e.g. one event of a list). */
+export function parse<T extends z.ZodType>(schema: T, value: unknown, what = "body"): z.infer<T> {
+  const r = schema.safeParse(value ?? {});
+  if (r.success) return r.data;
+  throw invalid(r.error, what);
+}
+
+const PART_NAMES: Record<string, string> = {
+  body: "body",
+  querystring: "query",
+  params: "path",
+  headers: "headers",
+};
+
+/** Fastify's validator compiler for zod route schemas. */
+export const validatorCompiler: FastifySchemaCompiler<z.ZodType> =
+  ({ schema, httpPart }) =>
+  (data) => {
+    const r = schema.safeParse(data ?? {});
+    if (r.success) return { value: r.data };
+    return { error: invalid(r.error, PART_NAMES[httpPart ?? "body"] ?? "body") };
+  };
 
 export const Metadata = z
   .record(z.string().max(64), z.string().max(512))
@@ -54,3 +80,8 @@ export const ListQuery = z.object({
   after: z.string().min(1).optional(),
   order: z.enum(["asc", "desc"]).optional(),
 });
+
+export const SessionParams = z.object({ session_id: z.string() });
+export const AgentParams = z.object({ agent_id: z.string() });
+export const TurnParams = z.object({ session_id: z.string(), turn_id: z.string() });
+export const ArtifactParams = z.object({ session_id: z.string(), artifact_id: z.string() });

@@ -1,3 +1,2 @@
-export { MIGRATIONS, migrate, SCHEMA_VERSION } from "./migrations.js";
-export { SqliteStore, type SqliteStoreOptions } from "./sqlite.js";
+export { SqliteStore } from "./sqlite/index.js";
 export type * from "./types.js";

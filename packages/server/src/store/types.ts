@@ -1,109 +1,24 @@
 /**
- * The durable store: one interface, synchronous (the embedded SQLite implementation is synchronous, which keeps
- * "append to the log, then publish" ordering trivial). Every record is plain JSON-able data; timestamps are Unix
- * seconds (numbers, may be fractional where noted).
+ * The durable store: one asynchronous interface, implemented by the embedded SQLite store and the PostgreSQL
+ * store, both checked by the same contract suite (records: records.ts).
  */
+import type {
+  AgentRecord,
+  Appended,
+  EventRecord,
+  GoalRecord,
+  GoalStatus,
+  IdempotencyRecord,
+  ItemRecord,
+  ItemState,
+  KeyRecord,
+  NewEvent,
+  SessionRecord,
+  TurnRecord,
+  TurnStatus,
+} from "./records.js";
 
-export type SessionStatus = "idle" | "in_progress" | "requires_action" | "failed";
-export type TurnStatus = "queued" | "in_progress" | "completed" | "failed" | "cancelled" | "interrupted";
-
-export interface Usage {
-  input_tokens: number;
-  cached_input_tokens: number;
-  output_tokens: number;
-  reasoning_output_tokens: number;
-  total_tokens: number;
-}
-
-export interface AgentRecord {
-  id: string;
-  created_at: number;
-  updated_at: number;
-  name: string | null;
-  model: string;
-  instructions: string | null;
-  tools: unknown[];
-  metadata: Record<string, string>;
-  /** Dialect-specific extras (reasoning, text, …) kept verbatim. */
-  extra: Record<string, unknown>;
-}
-
-export interface SessionRecord {
-  id: string;
-  created_at: number;
-  updated_at: number;
-  last_active_at: number;
-  status: SessionStatus;
-  agent_id: string | null;
-  name: string | null;
-  model: string;
-  instructions: string | null;
-  tools: unknown[];
-  metadata: Record<string, string>;
-  /** Engine thread bound to this session; null until the first turn. */
-  thread_id: string | null;
-  /** Absolute workspace directory of the session. */
-  workspace: string;
-  usage: Usage;
-  error: string | null;
-  /** Id of the running turn, if any. */
-  active_turn_id: string | null;
-  extra: Record<string, unknown>;
-}
-
-export interface TurnRecord {
-  id: string;
-  session_id: string;
-  created_at: number;
-  started_at: number | null;
-  completed_at: number | null;
-  status: TurnStatus;
-  /** The user input that started the turn (normalized text parts etc.). */
-  input: unknown;
-  error: { code: string; message: string } | null;
-  usage: Usage | null;
-  /** Goal settings if this turn runs a goal. */
-  goal: Record<string, unknown> | null;
-}
-
-export interface ItemRecord {
-  session_id: string;
-  turn_id: string;
-  /** Position in the session (0-based, increasing). */
-  ordinal: number;
-  /** Engine item id (unique within the session). */
-  id: string;
-  type: string;
-  created_at: number;
-  /** The engine item (protocol ThreadItem) as completed. */
-  data: Record<string, unknown>;
-}
-
-export interface EventRecord {
-  session_id: string;
-  /** 1-based, strictly increasing per session, no gaps. */
-  seq: number;
-  type: string;
-  turn_id: string | null;
-  /** Unix seconds with millisecond precision. */
-  created_at: number;
-  data: Record<string, unknown>;
-}
-
-export interface GoalRecord {
-  session_id: string;
-  data: Record<string, unknown>;
-  updated_at: number;
-}
-
-export interface IdempotencyRecord {
-  scope: string;
-  key: string;
-  body_hash: string;
-  status: number;
-  response: unknown;
-  created_at: number;
-}
+export type * from "./records.js";
 
 export interface Page<T> {
   data: T[];
@@ -119,66 +34,97 @@ export interface ListOptions {
   order?: "asc" | "desc";
 }
 
-export interface Store {
+export interface SessionListOptions extends ListOptions {
+  project_id: string;
+  agent_id?: string;
+  metadata?: Record<string, string>;
+}
+
+export interface ItemListOptions extends ListOptions {
+  turn_id?: string;
+  /** Leave out items of these engine types (e.g. the user's own messages). */
+  exclude_types?: readonly string[];
+  /** Only these states (default: all). */
+  states?: readonly ItemState[];
+}
+
+export type SessionPatch = Partial<Omit<SessionRecord, "id" | "project_id" | "created_at">>;
+export type TurnPatch = Partial<Omit<TurnRecord, "id" | "session_id" | "created_at">>;
+export type AgentPatch = Partial<Omit<AgentRecord, "id" | "project_id" | "created_at">>;
+
+/** Every data operation. Inside `transaction()` the same operations run in that transaction. */
+export interface Queries {
+  // api keys
+  insertKey(k: KeyRecord): Promise<void>;
+  getKey(id: string): Promise<KeyRecord | undefined>;
+  listKeys(): Promise<KeyRecord[]>;
+  revokeKey(id: string, at: number): Promise<boolean>;
+  /** Whether any key is not revoked. */
+  hasActiveKeys(): Promise<boolean>;
+
   // agents
-  insertAgent(a: AgentRecord): void;
-  getAgent(id: string): AgentRecord | undefined;
-  updateAgent(a: AgentRecord): void;
-  deleteAgent(id: string): boolean;
-  listAgents(opts: ListOptions): Page<AgentRecord>;
+  insertAgent(a: AgentRecord): Promise<void>;
+  getAgent(id: string): Promise<AgentRecord | undefined>;
+  updateAgent(id: string, patch: AgentPatch): Promise<AgentRecord | undefined>;
+  deleteAgent(id: string): Promise<boolean>;
+  listAgents(opts: ListOptions & { project_id: string }): Promise<Page<AgentRecord>>;
 
   // sessions
-  insertSession(s: SessionRecord): void;
-  getSession(id: string): SessionRecord | undefined;
-  /** Replaces the stored record (by id). */
-  updateSession(s: SessionRecord): void;
+  insertSession(s: SessionRecord): Promise<void>;
+  getSession(id: string): Promise<SessionRecord | undefined>;
+  /** Changes the given fields; returns the updated record (undefined: no such session). */
+  updateSession(id: string, patch: SessionPatch): Promise<SessionRecord | undefined>;
+  /**
+   * Makes `turnId` the session's active turn (with the other fields of `patch`) if it has none; returns the
+   * updated record, or undefined when another turn is active (or the session is gone).
+   */
+  claimSession(id: string, turnId: string, patch: SessionPatch): Promise<SessionRecord | undefined>;
   /** Deletes the session and everything that belongs to it (turns, items, events, goal, idempotency). */
-  deleteSession(id: string): boolean;
-  listSessions(
-    opts: ListOptions & { agent_id?: string; metadata?: Record<string, string> },
-  ): Page<SessionRecord>;
-  countSessions(): number;
-  /** Sessions whose last_active_at < before and status is not in_progress. */
-  listIdleSessionsBefore(before: number, limit: number): SessionRecord[];
-  /** Sessions with status in_progress or an active_turn_id (used on start-up recovery). */
-  listBusySessions(): SessionRecord[];
+  deleteSession(id: string): Promise<boolean>;
+  listSessions(opts: SessionListOptions): Promise<Page<SessionRecord>>;
+  countSessions(projectId?: string): Promise<number>;
+  /** Sessions whose last_active_at < before and that have no running turn, oldest first. */
+  listIdleSessionsBefore(before: number, limit: number): Promise<SessionRecord[]>;
+  /** Sessions with status in_progress/requires_action or an active_turn_id (start-up recovery). */
+  listBusySessions(): Promise<SessionRecord[]>;
 
   // turns
-  insertTurn(t: TurnRecord): void;
-  getTurn(sessionId: string, turnId: string): TurnRecord | undefined;
-  updateTurn(t: TurnRecord): void;
-  listTurns(sessionId: string, opts: ListOptions): Page<TurnRecord>;
+  insertTurn(t: TurnRecord): Promise<void>;
+  getTurn(sessionId: string, turnId: string): Promise<TurnRecord | undefined>;
+  updateTurn(sessionId: string, turnId: string, patch: TurnPatch): Promise<TurnRecord | undefined>;
+  listTurns(sessionId: string, opts: ListOptions & { status?: TurnStatus }): Promise<Page<TurnRecord>>;
 
-  // items
-  /** Assigns the ordinal (next in the session) and returns the stored record. */
-  appendItem(item: Omit<ItemRecord, "ordinal">): ItemRecord;
-  /** `exclude_types`: leave out items of these engine types (e.g. the user's own messages). */
-  listItems(
-    sessionId: string,
-    opts: ListOptions & { turn_id?: string; exclude_types?: readonly string[] },
-  ): Page<ItemRecord>;
-  countItems(sessionId: string): number;
+  // items (written with events: see appendEvents)
+  listItems(sessionId: string, opts: ItemListOptions): Promise<Page<ItemRecord>>;
+  /** Items of a turn still `started`: marks them `incomplete` with `status` set on their data; returns them. */
+  closeOpenItems(sessionId: string, turnId: string, status: string): Promise<ItemRecord[]>;
 
   // event log
-  /** Assigns seq = last + 1 and persists before returning. */
-  appendEvent(e: Omit<EventRecord, "seq">): EventRecord;
+  /** Assigns seq = last + 1, … in order and persists the events (and their item writes) before returning. */
+  appendEvents(sessionId: string, events: NewEvent[]): Promise<Appended[]>;
   /** Events with seq > afterSeq, ascending, at most `limit`. */
-  readEvents(sessionId: string, afterSeq: number, limit: number): EventRecord[];
-  lastEventSeq(sessionId: string): number;
+  readEvents(sessionId: string, afterSeq: number, limit: number): Promise<EventRecord[]>;
+  lastEventSeq(sessionId: string): Promise<number>;
   /** The seq of the first event of a turn (its start), if any. */
-  firstEventSeqOfTurn(sessionId: string, turnId: string): number | undefined;
+  firstEventSeqOfTurn(sessionId: string, turnId: string): Promise<number | undefined>;
 
   // goals
-  getGoal(sessionId: string): GoalRecord | undefined;
-  putGoal(g: GoalRecord): void;
-  deleteGoal(sessionId: string): boolean;
-  listGoals(): GoalRecord[];
+  getGoal(sessionId: string): Promise<GoalRecord | undefined>;
+  putGoal(g: GoalRecord): Promise<void>;
+  deleteGoal(sessionId: string): Promise<boolean>;
+  listGoals(status?: GoalStatus): Promise<GoalRecord[]>;
 
   // idempotency
-  getIdempotency(scope: string, key: string): IdempotencyRecord | undefined;
-  putIdempotency(r: IdempotencyRecord): void;
+  getIdempotency(scope: string, key: string): Promise<IdempotencyRecord | undefined>;
+  putIdempotency(r: IdempotencyRecord): Promise<void>;
+  /** Forgets keys recorded before `before`; returns how many. */
+  expireIdempotency(before: number): Promise<number>;
+}
 
-  /** Runs fn in one transaction. */
-  transaction<T>(fn: () => T): T;
-  close(): void;
+export interface Store extends Queries {
+  /** Which implementation ("sqlite", "postgres"). */
+  readonly kind: string;
+  /** Runs fn in one transaction: all its writes or none. */
+  transaction<T>(fn: (tx: Queries) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
 }

@@ -1,33 +1,29 @@
 /**
- * EventHub: append-then-publish over the durable event log, with replayable, bounded-memory subscriptions.
+ * EventHub: the only writer of session event logs, and the live view of them.
  *
- * `append` writes the event to the store first (synchronously, so it is durable before anyone can see it) and then
- * hands it to the live subscribers of the session, still synchronously. Because both steps happen without yielding,
- * a subscriber that reads the store synchronously can never miss an event that is appended "between" its read and
- * its switch to live mode.
+ * Writing. Each session has one write queue, so its events get their sequence numbers in the order they were
+ * handed in. `append` batches: every event appended to a session during one turn of the event loop is written
+ * in one store transaction (with the item rows that go with them). `commit` runs a state change and the events
+ * it causes in one transaction (after whatever was queued before it). Either way an event is durable before it is
+ * published to anyone.
  *
- * Each subscription is a small state machine:
- * - "replay": events come from the store, a page at a time (starting after the last delivered seq). Live events
- *   published meanwhile are ignored — they are in the store and a later page will contain them. When a page comes
- *   back shorter than the page size the store is caught up at that very moment, so the subscription switches to
- *   "live" (the rest of that page stays queued, live events are queued behind it).
- * - "live": published events are queued (or handed straight to a pending `next()`). If the queue would exceed
- *   `maxBuffered`, further live events are dropped and the subscription falls back to "replay": once the queue is
- *   drained the dropped events are read back from the store. Memory per subscriber is therefore bounded by
- *   max(maxBuffered, pageSize) events.
- * - "closed": finished (close()/return(), `until`, closeSession/closeAll); every `next()` resolves done.
- *
- * No timers, no polling. Don't call `append` inside a store transaction that may roll back: subscribers would have
- * seen an event that was never committed.
+ * Reading. A subscription replays the stored log from a sequence number, a page at a time, then follows live
+ * events. Published events are handed to live subscribers directly; `notify(sessionId, seq)` says "the log has
+ * grown up to seq" without the events (another instance wrote them): subscribers then read them from the store.
+ * While a subscription reads a page, events published meanwhile are remembered by seq only; it switches to live
+ * only when a short page leaves nothing newer that it has heard of, so no event falls between the read and the
+ * switch. A live subscriber that falls more than `maxBuffered` events behind drops them and reads them back from
+ * the store: memory per subscriber is bounded. No timers, no polling.
  */
-import type { EventRecord, Store } from "../store/types.js";
+import type { Appended, EventRecord, ItemWrite, LogEvent, NewEvent, Queries, Store } from "../store/types.js";
 
-export interface AppendInput {
-  session_id: string;
-  type: string;
+export interface AppendOptions {
   turn_id?: string | null;
-  data: Record<string, unknown>;
+  item?: ItemWrite;
 }
+
+/** Adds an event to the transaction of a `commit`. */
+export type LogFn = (event: LogEvent, opts?: AppendOptions) => void;
 
 export interface SubscribeOptions {
   /** Deliver events with seq > afterSeq. Default 0: from the beginning. */
@@ -43,19 +39,20 @@ export interface SubscribeOptions {
 export type SubscriptionMode = "replay" | "live" | "closed";
 
 export interface Subscription extends AsyncIterableIterator<EventRecord> {
-  /** Ends the subscription now (unregisters it; pending and later `next()` calls resolve done). */
+  /** Ends the subscription now (pending and later `next()` calls resolve done). */
   close(): void;
   /** Seq of the last event delivered (afterSeq before the first one). */
   readonly lastSeq: number;
-  /** Events currently held in memory by this subscription (diagnostics / tests). */
+  /** Events currently held in memory by this subscription. */
   readonly buffered: number;
-  /** Current state (diagnostics / tests). */
   readonly mode: SubscriptionMode;
 }
 
+/** Receives, after every write, the session and its last seq (cross-instance wake-ups). */
+export type WriteListener = (sessionId: string, lastSeq: number) => void;
+
 const DEFAULT_MAX_BUFFERED = 1024;
 const DEFAULT_PAGE_SIZE = 1000;
-
 const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
 
 type Result = IteratorResult<EventRecord, undefined>;
@@ -70,20 +67,21 @@ const positiveInt = (v: number | undefined, dflt: number): number =>
 
 class Sub implements Subscription {
   private _mode: SubscriptionMode = "replay";
-  /** Seq of the last event handed to the consumer. */
   private delivered: number;
   /** Events ready to deliver, contiguous from delivered + 1; `queue[head]` is next. */
   private queue: EventRecord[] = [];
   private head = 0;
-  /** Pending `next()` calls (only while live with an empty queue). */
   private readonly waiters: Waiter[] = [];
   private readonly maxBuffered: number;
   private readonly pageSize: number;
   private readonly until: ((e: EventRecord) => boolean) | undefined;
+  /** The highest seq heard of (published or notified) that may not be queued yet. */
+  private heard = 0;
+  private reading = false;
 
   constructor(
     private readonly hub: EventHub,
-    private readonly store: Store,
+    private readonly store: Queries,
     readonly sessionId: string,
     opts: SubscribeOptions,
   ) {
@@ -109,48 +107,47 @@ class Sub implements Subscription {
     return this;
   }
 
-  /** Seq of the last event held (queued), or delivered if the queue is empty. */
   private tailSeq(): number {
     return this.queue.length > this.head ? this.queue[this.queue.length - 1]!.seq : this.delivered;
   }
 
-  /** Called by the hub, synchronously, right after the event was persisted. */
+  /** A stored event, straight from the writer (same process). */
   publish(e: EventRecord): void {
-    if (this._mode !== "live") return; // replay: the store has it; closed: nothing to do
+    if (this._mode === "closed") return;
+    if (this._mode === "replay") {
+      if (e.seq > this.heard) this.heard = e.seq;
+      return;
+    }
     const tail = this.tailSeq();
-    if (e.seq <= tail) return; // before our cursor (afterSeq beyond the log's end) or already held
-    if (e.seq !== tail + 1) {
-      // Should not happen with a single writer; recover from the store rather than deliver a gap.
+    if (e.seq <= tail) return;
+    if (e.seq !== tail + 1 || this.buffered >= this.maxBuffered) {
+      // A gap (events written elsewhere) or a slow consumer: read the rest from the store.
+      this.heard = Math.max(this.heard, e.seq);
       this._mode = "replay";
       this.pump();
       return;
     }
     const w = this.waiters.shift();
-    if (w) {
-      // The queue is empty whenever someone is waiting: deliver directly.
-      w.resolve(this.deliver(e));
-      return;
-    }
-    if (this.buffered >= this.maxBuffered) {
-      // Slow consumer: stop buffering, re-read the rest from the store once the queue is drained.
-      this._mode = "replay";
-      return;
-    }
-    this.queue.push(e);
+    if (w) w.resolve(this.deliver(e));
+    else this.queue.push(e);
+  }
+
+  /** The log has grown up to `seq` (written by another instance). */
+  notify(seq: number): void {
+    if (this._mode === "closed" || seq <= this.tailSeq()) return;
+    if (seq > this.heard) this.heard = seq;
+    this._mode = "replay";
+    this.pump();
   }
 
   next(): Promise<Result> {
-    try {
-      if (this._mode === "closed") return Promise.resolve(DONE);
-      // Keep the order of concurrent next() calls: if some are already waiting, this one waits behind them.
-      if (this.waiters.length === 0) {
-        const e = this.take();
-        if (e) return Promise.resolve(this.deliver(e));
-      }
-      return new Promise<Result>((resolve, reject) => this.waiters.push({ resolve, reject }));
-    } catch (err) {
-      return Promise.reject(err);
+    if (this._mode === "closed") return Promise.resolve(DONE);
+    if (this.waiters.length === 0 && this.head < this.queue.length) {
+      return Promise.resolve(this.deliver(this.take()!));
     }
+    const p = new Promise<Result>((resolve, reject) => this.waiters.push({ resolve, reject }));
+    this.pump();
+    return p;
   }
 
   return(): Promise<Result> {
@@ -172,43 +169,53 @@ class Sub implements Subscription {
     for (const w of this.waiters.splice(0)) w.resolve(DONE);
   }
 
-  /** The next event to deliver, or undefined when caught up (then the mode is "live"). */
   private take(): EventRecord | undefined {
-    if (this.head < this.queue.length) {
-      const e = this.queue[this.head]!;
-      this.queue[this.head++] = undefined as unknown as EventRecord; // release the reference
-      if (this.head === this.queue.length) {
-        this.queue = [];
-        this.head = 0;
-      } else if (this.head >= 1024 && this.head * 2 >= this.queue.length) {
-        this.queue = this.queue.slice(this.head);
-        this.head = 0;
-      }
-      return e;
+    if (this.head >= this.queue.length) return undefined;
+    const e = this.queue[this.head]!;
+    this.queue[this.head++] = undefined as unknown as EventRecord; // release the reference
+    if (this.head === this.queue.length) {
+      this.queue = [];
+      this.head = 0;
+    } else if (this.head >= 1024 && this.head * 2 >= this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
     }
-    if (this._mode !== "replay") return undefined;
-    // Queue drained in replay mode: read the next page. Synchronous, so nothing can be appended in between.
-    const page = this.store.readEvents(this.sessionId, this.delivered, this.pageSize);
-    if (page.length < this.pageSize) this._mode = "live"; // caught up: from now on publish() feeds the queue
-    if (page.length === 0) return undefined;
-    this.queue = page;
-    this.head = 0;
-    return this.take();
+    return e;
   }
 
-  /** Hands available events to pending next() calls (never throws: store errors reject the waiter). */
+  /** Hands queued events to waiters; in replay mode with an empty queue, reads the next page. */
   private pump(): void {
     while (this.waiters.length > 0 && this._mode !== "closed") {
-      let e: EventRecord | undefined;
-      try {
-        e = this.take();
-      } catch (err) {
-        this.waiters.shift()!.reject(err);
-        continue;
-      }
-      if (!e) return;
+      const e = this.take();
+      if (!e) break;
       this.waiters.shift()!.resolve(this.deliver(e));
     }
+    if (this.waiters.length > 0 && this._mode === "replay" && !this.reading && this.buffered === 0) {
+      void this.readPage();
+    }
+  }
+
+  private async readPage(): Promise<void> {
+    this.reading = true;
+    const from = this.tailSeq();
+    let page: EventRecord[];
+    try {
+      page = await this.store.readEvents(this.sessionId, from, this.pageSize);
+    } catch (err) {
+      this.reading = false;
+      for (const w of this.waiters.splice(0)) w.reject(err);
+      return;
+    }
+    this.reading = false;
+    if (this._mode === "closed") return;
+    // Events queued live meanwhile cannot exist (replay mode queues nothing), so the page continues the queue.
+    const before = this.tailSeq();
+    for (const e of page) if (e.seq > this.tailSeq()) this.queue.push(e);
+    // A short page with nothing new: whatever else was heard of is not in the store (a session deleted
+    // elsewhere): stop expecting it rather than read again and again; a later notify or publish wakes us.
+    if (page.length < this.pageSize && this.tailSeq() === before) this.heard = before;
+    if (page.length < this.pageSize && this.heard <= this.tailSeq()) this._mode = "live";
+    this.pump();
   }
 
   private deliver(e: EventRecord): Result {
@@ -217,41 +224,101 @@ class Sub implements Subscription {
     try {
       last = this.until?.(e) === true;
     } catch {
-      // a throwing predicate ends the subscription (after this event) rather than break the appender
+      // a throwing predicate ends the subscription (after this event) rather than break the writer
     }
     if (last) this.close();
     return { done: false, value: e };
   }
 }
 
+type Job =
+  | { kind: "append"; entry: NewEvent; resolve: (a: Appended) => void; reject: (e: unknown) => void }
+  | { kind: "commit"; run: () => Promise<void> };
+
+interface Writer {
+  jobs: Job[];
+  running: boolean;
+}
+
 export class EventHub {
   private readonly subs = new Map<string, Set<Sub>>();
+  private readonly writers = new Map<string, Writer>();
+  private readonly listeners: WriteListener[] = [];
   private readonly now: () => number;
+
+  private readonly onListenerError: (err: unknown) => void;
 
   constructor(
     private readonly store: Store,
-    opts: { now?: () => number } = {},
+    opts: { now?: () => number; onListenerError?: (err: unknown) => void } = {},
   ) {
     this.now = opts.now ?? (() => Date.now() / 1000);
+    this.onListenerError = opts.onListenerError ?? (() => undefined);
   }
 
-  /** Persists the event (store.appendEvent), then publishes it to the session's live subscribers. Synchronous. */
-  append(input: AppendInput): EventRecord {
-    const e = this.store.appendEvent({
-      session_id: input.session_id,
-      type: input.type,
-      turn_id: input.turn_id ?? null,
-      created_at: this.now(),
-      data: input.data,
+  /** Called after every write with the session's new last seq. */
+  onWrite(listener: WriteListener): void {
+    this.listeners.push(listener);
+  }
+
+  /** Appends one event (batched with the others of this event-loop turn); resolves once it is stored. */
+  append(sessionId: string, event: LogEvent, opts: AppendOptions = {}): Promise<Appended> {
+    return new Promise((resolve, reject) => {
+      const entry: NewEvent = {
+        event,
+        turn_id: opts.turn_id ?? null,
+        created_at: this.now(),
+        ...(opts.item ? { item: opts.item } : {}),
+      };
+      this.enqueue(sessionId, { kind: "append", entry, resolve, reject });
     });
-    const set = this.subs.get(input.session_id);
-    if (set) for (const s of set) s.publish(e);
-    return e;
   }
 
   /**
-   * Replays every stored event with seq > afterSeq (paged from the store), then tails live events: in seq order,
-   * without gaps or duplicates. Registered immediately, so nothing appended after this call is missed.
+   * Runs `fn` in a store transaction, after the session's earlier writes; the events it logs are written in the
+   * same transaction and published once it has committed. Rejects (nothing written) when fn throws.
+   */
+  commit<T>(sessionId: string, fn: (tx: Queries, log: LogFn) => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.enqueue(sessionId, {
+        kind: "commit",
+        run: async () => {
+          let appended: Appended[] = [];
+          let result: T;
+          try {
+            result = await this.store.transaction(async (tx) => {
+              const entries: NewEvent[] = [];
+              const log: LogFn = (event, o = {}) => {
+                entries.push({
+                  event,
+                  turn_id: o.turn_id ?? null,
+                  created_at: this.now(),
+                  ...(o.item ? { item: o.item } : {}),
+                });
+              };
+              const r = await fn(tx, log);
+              if (entries.length > 0) appended = await tx.appendEvents(sessionId, entries);
+              return r;
+            });
+          } catch (err) {
+            reject(err);
+            return;
+          }
+          this.published(sessionId, appended);
+          resolve(result);
+        },
+      });
+    });
+  }
+
+  /** Resolves once every write queued for the session so far is done. */
+  flush(sessionId: string): Promise<void> {
+    return this.commit(sessionId, async () => undefined);
+  }
+
+  /**
+   * Replays every stored event with seq > afterSeq, then follows live events: in seq order, without gaps or
+   * duplicates. Registered at once, so nothing written after this call is missed.
    */
   subscribe(sessionId: string, opts: SubscribeOptions = {}): Subscription {
     const sub = new Sub(this, this.store, sessionId, opts);
@@ -264,6 +331,12 @@ export class EventHub {
     return sub;
   }
 
+  /** The log of a session has grown up to `seq` elsewhere (another instance): wake its subscribers. */
+  notify(sessionId: string, seq: number): void {
+    const set = this.subs.get(sessionId);
+    if (set) for (const s of set) s.notify(seq);
+  }
+
   subscriberCount(sessionId?: string): number {
     if (sessionId !== undefined) return this.subs.get(sessionId)?.size ?? 0;
     let n = 0;
@@ -271,7 +344,7 @@ export class EventHub {
     return n;
   }
 
-  /** Ends every subscription of a session (e.g. deleted) — iterators finish (done: true). */
+  /** Ends every subscription of a session (e.g. deleted): iterators finish (done: true). */
   closeSession(sessionId: string): void {
     const set = this.subs.get(sessionId);
     if (!set) return;
@@ -284,11 +357,71 @@ export class EventHub {
     for (const id of [...this.subs.keys()]) this.closeSession(id);
   }
 
+  /** Resolves once every session's queued writes are done. */
+  async drain(): Promise<void> {
+    await Promise.all([...this.writers.keys()].map((id) => this.flush(id)));
+  }
+
   /** @internal called by a subscription when it ends. */
   unregister(sub: Sub): void {
     const set = this.subs.get(sub.sessionId);
     if (!set) return;
     set.delete(sub);
     if (set.size === 0) this.subs.delete(sub.sessionId);
+  }
+
+  private enqueue(sessionId: string, job: Job): void {
+    let w = this.writers.get(sessionId);
+    if (!w) {
+      w = { jobs: [], running: false };
+      this.writers.set(sessionId, w);
+    }
+    w.jobs.push(job);
+    if (!w.running) {
+      w.running = true;
+      // One turn of the event loop collects the batch.
+      setImmediate(() => void this.run(sessionId, w!));
+    }
+  }
+
+  private async run(sessionId: string, w: Writer): Promise<void> {
+    while (w.jobs.length > 0) {
+      const job = w.jobs[0]!;
+      if (job.kind === "commit") {
+        w.jobs.shift();
+        await job.run();
+        continue;
+      }
+      let n = 0;
+      while (n < w.jobs.length && w.jobs[n]!.kind === "append") n++;
+      const batch = w.jobs.splice(0, n) as Array<Extract<Job, { kind: "append" }>>;
+      try {
+        const appended = await this.store.appendEvents(
+          sessionId,
+          batch.map((j) => j.entry),
+        );
+        this.published(sessionId, appended);
+        for (const [i, a] of appended.entries()) batch[i]!.resolve(a);
+      } catch (err) {
+        for (const j of batch) j.reject(err);
+      }
+    }
+    w.running = false;
+    this.writers.delete(sessionId);
+  }
+
+  /** Hands stored events to subscribers and write listeners; never throws (they are stored whatever happens). */
+  private published(sessionId: string, appended: Appended[]): void {
+    if (appended.length === 0) return;
+    const set = this.subs.get(sessionId);
+    if (set) for (const a of appended) for (const s of set) s.publish(a.event);
+    const last = appended.at(-1)!.event.seq;
+    for (const l of this.listeners) {
+      try {
+        l(sessionId, last);
+      } catch (err) {
+        this.onListenerError(err);
+      }
+    }
   }
 }

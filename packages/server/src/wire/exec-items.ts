@@ -2,7 +2,7 @@
  * Engine ThreadItems rendered the way `codex exec --json` reports items (the template dialect passes these
  * through: `{id, type:"agent_message", text}`, `command_execution`, `file_change`, …).
  */
-type Item = Record<string, unknown> & { id: string; type: string };
+import type { ThreadItem } from "@codex-agent-api/codex";
 
 function snake(type: string): string {
   return type.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
@@ -12,17 +12,18 @@ function snake(type: string): string {
 export const HIDDEN_ITEM_TYPES: readonly string[] = ["userMessage"];
 
 /** null for items the template never showed. */
-export function toExecItem(raw: Record<string, unknown>): Record<string, unknown> | null {
-  const item = raw as Item;
-  if (HIDDEN_ITEM_TYPES.includes(item.type)) return null;
+export function toExecItem(item: ThreadItem): Record<string, unknown> | null {
   switch (item.type) {
+    case "userMessage":
+      return null;
     case "agentMessage":
       return { id: item.id, type: "agent_message", text: item.text ?? "" };
-    case "reasoning": {
-      const summary = Array.isArray(item.summary) ? (item.summary as string[]) : [];
-      const content = Array.isArray(item.content) ? (item.content as string[]) : [];
-      return { id: item.id, type: "reasoning", text: [...summary, ...content].join("\n") };
-    }
+    case "reasoning":
+      return {
+        id: item.id,
+        type: "reasoning",
+        text: [...(item.summary ?? []), ...(item.content ?? [])].join("\n"),
+      };
     case "commandExecution":
       return {
         id: item.id,
@@ -36,12 +37,7 @@ export function toExecItem(raw: Record<string, unknown>): Record<string, unknown
       return {
         id: item.id,
         type: "file_change",
-        changes: Array.isArray(item.changes)
-          ? (item.changes as Array<Record<string, unknown>>).map((c) => ({
-              path: c.path,
-              kind: kindOf(c.kind),
-            }))
-          : [],
+        changes: (item.changes ?? []).map((c) => ({ path: c.path, kind: c.kind.type })),
         status: snake(String(item.status ?? "")),
       };
     case "mcpToolCall":
@@ -62,9 +58,4 @@ export function toExecItem(raw: Record<string, unknown>): Record<string, unknown
       return { ...rest, type: snake(type) };
     }
   }
-}
-
-function kindOf(kind: unknown): unknown {
-  if (kind && typeof kind === "object" && "type" in kind) return (kind as { type: unknown }).type;
-  return kind;
 }

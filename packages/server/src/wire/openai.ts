@@ -2,8 +2,7 @@
  * The official OpenAI Agents API wire format (requests with `OpenAI-Beta: agents=v1`), as the `openai` npm SDK
  * 7.55.0 reads it: `agent.session` objects, cursor pages, `agent.session.turn.*` events with `event_id`.
  */
-import { EventType } from "../domain/events.js";
-import { type Goal, goalObject } from "../domain/goals.js";
+import type { ThreadItem } from "@codex-agent-api/codex";
 import type {
   AgentRecord,
   EventRecord,
@@ -14,6 +13,7 @@ import type {
   TurnStatus,
   Usage,
 } from "../store/types.js";
+import { goalObject } from "./goal.js";
 
 const secs = (t: number | null) => (t === null ? null : Math.floor(t));
 
@@ -150,25 +150,25 @@ const FN_STATUS: Record<string, string> = {
   inProgress: "in_progress",
   completed: "completed",
   failed: "failed",
+  declined: "failed",
 };
 const fnStatus = (s: unknown, done: boolean) => FN_STATUS[String(s)] ?? (done ? "completed" : "in_progress");
 
 /** An engine ThreadItem as an official AgentSessionItem (null for items with no official counterpart). */
 export function toOfficialItem(
-  raw: Record<string, unknown>,
+  raw: ThreadItem,
   turnId: string,
   done: boolean,
 ): Record<string, unknown> | null {
-  const id = raw.id as string;
-  const base = { id, turn_id: turnId };
+  const base = { id: raw.id, turn_id: turnId };
   switch (raw.type) {
     case "userMessage": {
-      const content = (raw.content as Array<Record<string, unknown>>).flatMap(
+      const content = raw.content.flatMap(
         (c): Array<Record<string, unknown>> =>
           c.type === "text"
             ? [{ type: "input_text", text: c.text }]
             : c.type === "image"
-              ? [{ type: "input_image", image_url: c.url }]
+              ? [{ type: "input_image", image_url: "url" in c ? c.url : c.fileId }]
               : [],
       );
       return { ...base, type: "message", role: "user", content, phase: null, status: "completed" };
@@ -179,14 +179,14 @@ export function toOfficialItem(
         type: "message",
         role: "assistant",
         content: done || raw.text ? [{ type: "output_text", text: raw.text ?? "" }] : [],
-        phase: (raw.phase as string | null) ?? "final_answer",
+        phase: raw.phase ?? "final_answer",
         status: done ? "completed" : "in_progress",
       };
     case "reasoning":
       return {
         ...base,
         type: "reasoning",
-        summary: ((raw.summary as string[]) ?? []).map((text) => ({ type: "summary_text", text })),
+        summary: (raw.summary ?? []).map((text) => ({ type: "summary_text", text })),
         status: done ? "completed" : "in_progress",
       };
     case "commandExecution":
@@ -194,17 +194,17 @@ export function toOfficialItem(
         ...base,
         type: "command_execution",
         command: raw.command,
-        cwd: (raw.cwd as string) ?? null,
-        output: (raw.aggregatedOutput as string) ?? null,
-        exit_code: (raw.exitCode as number) ?? null,
-        duration_ms: (raw.durationMs as number) ?? null,
+        cwd: raw.cwd ?? null,
+        output: raw.aggregatedOutput ?? null,
+        exit_code: raw.exitCode ?? null,
+        duration_ms: raw.durationMs ?? null,
         status: fnStatus(raw.status, done),
       };
     case "fileChange":
       return {
         ...base,
         type: "function_call",
-        call_id: id,
+        call_id: raw.id,
         name: "apply_patch",
         arguments: JSON.stringify({ changes: raw.changes ?? [] }),
         status: fnStatus(raw.status, done),
@@ -224,7 +224,7 @@ export function toOfficialItem(
       return {
         ...base,
         type: "function_call",
-        call_id: id,
+        call_id: raw.id,
         name: raw.tool,
         arguments: JSON.stringify(raw.arguments ?? {}),
         status: fnStatus(raw.status, done),
@@ -242,7 +242,7 @@ export function toOfficialItem(
 }
 
 export function itemObject(i: ItemRecord): Record<string, unknown> | null {
-  return toOfficialItem(i.data, i.turn_id, true);
+  return toOfficialItem(i.data, i.turn_id, i.state !== "started");
 }
 
 export function page<T extends { id: string | null }>(p: Page<T>) {
@@ -259,89 +259,91 @@ export function page<T extends { id: string | null }>(p: Page<T>) {
  * Renders one log event as official stream events (some log events give two, e.g. turn created + in progress).
  * `agentId` is the session's agent (turn objects carry it).
  */
-export function renderEvent(e: EventRecord, agentId: string | null): Array<Record<string, unknown>> {
+export function renderEvent(
+  e: EventRecord,
+  agentId: string | null,
+): Array<Record<string, unknown> & { type: string }> {
   const session_id = e.session_id;
   const turn_id = e.turn_id;
-  const d = e.data as Record<string, unknown>;
   const ev = (type: string, body: Record<string, unknown>, k = 0) => ({
     type,
     event_id: `evt_${session_id.slice(5)}_${e.seq}_${k}`,
     ...body,
   });
   switch (e.type) {
-    case EventType.SessionCreated:
-      return [ev("agent.session.created", { session: sessionObject(d.session as SessionRecord) })];
-    case EventType.SessionStatus: {
-      const s = d.session as SessionRecord;
+    case "session.created":
+      return [ev("agent.session.created", { session: sessionObject(e.data.session) })];
+    case "session.status": {
+      const s = e.data.session;
       return [ev(`agent.session.${s.status}`, { session: sessionObject(s) })];
     }
-    case EventType.TurnStarted: {
-      const turn = turnObject(d.turn as TurnRecord, agentId);
+    case "turn.started": {
+      const turn = turnObject(e.data.turn, agentId);
       return [
         ev("agent.session.turn.created", { session_id, turn_id, turn: { ...turn, status: "queued" } }, 0),
         ev("agent.session.turn.in_progress", { session_id, turn_id, turn }, 1),
       ];
     }
-    case EventType.ItemStarted:
-    case EventType.ItemCompleted: {
-      const raw = d.item as Record<string, unknown>;
-      const output_index = (d.output_index as number) ?? 0;
+    case "item.started":
+    case "item.completed": {
+      const raw = e.data.item;
+      const output_index = e.data.output_index;
       if (raw.type === "userMessage") {
-        if (e.type === EventType.ItemCompleted) return [];
+        if (e.type === "item.completed") return [];
         const item = toOfficialItem(raw, turn_id!, true);
         return item
           ? [ev("agent.session.turn.item.added", { session_id, turn_id, item, output_index: null })]
           : [];
       }
-      const done = e.type === EventType.ItemCompleted;
+      const done = e.type === "item.completed";
       const item = toOfficialItem(raw, turn_id!, done);
       if (!item) return [];
       const type = done ? "agent.session.turn.item.done" : "agent.session.turn.item.added";
       return [ev(type, { session_id, turn_id, item, output_index })];
     }
-    case EventType.ItemDelta: {
-      const output_index = (d.output_index as number) ?? 0;
-      if (d.kind === "agent_message") {
-        return [
-          ev("agent.session.turn.output_text.delta", {
-            session_id,
-            turn_id,
-            item_id: d.item_id,
-            output_index,
-            content_index: 0,
-            delta: d.delta,
-          }),
-        ];
+    case "item.delta": {
+      const { output_index, item_id, delta } = e.data;
+      switch (e.data.kind) {
+        case "agent_message":
+          return [
+            ev("agent.session.turn.output_text.delta", {
+              session_id,
+              turn_id,
+              item_id,
+              output_index,
+              content_index: 0,
+              delta,
+            }),
+          ];
+        case "command_output":
+          return [
+            ev("agent.output.command_execution_output.delta", {
+              session_id,
+              turn_id,
+              item_id,
+              output_index,
+              delta,
+            }),
+          ];
+        case "reasoning":
+          return [
+            ev("agent.session.turn.reasoning_summary_text.delta", {
+              session_id,
+              turn_id,
+              item_id,
+              output_index,
+              summary_index: 0,
+              delta,
+            }),
+          ];
+        default:
+          return [];
       }
-      if (d.kind === "command_output") {
-        return [
-          ev("agent.output.command_execution_output.delta", {
-            session_id,
-            turn_id,
-            item_id: d.item_id,
-            output_index,
-            delta: d.delta,
-          }),
-        ];
-      }
-      if (d.kind === "reasoning") {
-        return [
-          ev("agent.session.turn.reasoning_summary_text.delta", {
-            session_id,
-            turn_id,
-            item_id: d.item_id,
-            output_index,
-            summary_index: 0,
-            delta: d.delta,
-          }),
-        ];
-      }
-      return [];
     }
-    case EventType.TurnCompleted:
-    case EventType.TurnFailed:
-    case EventType.TurnCancelled: {
-      const t = d.turn as TurnRecord;
+    case "turn.completed":
+    case "turn.failed":
+    case "turn.cancelled": {
+      const t = e.data.turn;
       const turn = turnObject(t, agentId);
       const type = `agent.session.turn.${turn.status === "completed" ? "completed" : turn.status === "failed" ? "failed" : "cancelled"}`;
       const frames = [ev(type, { session_id, turn_id, turn, usage: usageObject(t.usage) })];
@@ -365,12 +367,12 @@ export function renderEvent(e: EventRecord, agentId: string | null): Array<Recor
       }
       return frames;
     }
-    case EventType.GoalUpdated:
+    case "goal.updated":
       return [
         ev("agent.session.goal.updated", {
           session_id,
           turn_id,
-          goal: d.goal ? goalObject(session_id, d.goal as Goal) : null,
+          goal: e.data.goal ? goalObject(e.data.goal, e.created_at) : null,
         }),
       ];
     default:

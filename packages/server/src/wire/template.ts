@@ -2,10 +2,9 @@
  * The "template" dialect: the exact HTTP contract of the original codex-agent-api service (the seed e2e suite).
  * Integer-second timestamps, `{error, type}` errors, `agent.session.*` SSE names carrying exec-style items.
  */
-import { EventType } from "../domain/events.js";
-import { type Goal, goalObject } from "../domain/goals.js";
 import type { AgentRecord, EventRecord, ItemRecord, SessionRecord, Usage } from "../store/types.js";
 import { toExecItem } from "./exec-items.js";
+import { goalObject } from "./goal.js";
 
 export { HIDDEN_ITEM_TYPES } from "./exec-items.js";
 
@@ -75,51 +74,47 @@ export interface SseFrame {
 /** Renders one log event; null for events the template dialect does not show. */
 export function renderEvent(e: EventRecord): SseFrame | null {
   const session_id = e.session_id;
-  const d = e.data as Record<string, unknown>;
   switch (e.type) {
-    case EventType.SessionCreated:
-      return { event: "agent.session.created", data: sessionObject(d.session as SessionRecord) };
-    case EventType.TurnStarted:
+    case "session.created":
+      return { event: "agent.session.created", data: sessionObject(e.data.session) };
+    case "turn.started":
       return { event: "agent.session.turn.started", data: { turn_id: e.turn_id, session_id } };
-    case EventType.ItemStarted:
-    case EventType.ItemCompleted: {
-      const item = toExecItem(d.item as Record<string, unknown>);
+    case "item.started":
+    case "item.completed": {
+      const item = toExecItem(e.data.item);
       if (!item) return null;
       const event =
-        e.type === EventType.ItemStarted
-          ? "agent.session.output_item.added"
-          : "agent.session.output_item.done";
+        e.type === "item.started" ? "agent.session.output_item.added" : "agent.session.output_item.done";
       return { event, data: { type: event, session_id, turn_id: e.turn_id, item } };
     }
-    case EventType.ItemDelta: {
+    case "item.delta": {
       const event =
-        d.kind === "agent_message"
+        e.data.kind === "agent_message"
           ? "agent.session.output_text.delta"
-          : d.kind === "reasoning"
+          : e.data.kind === "reasoning"
             ? "agent.session.reasoning.delta"
             : "agent.session.command_output.delta";
       return {
         event,
-        data: { type: event, session_id, turn_id: e.turn_id, item_id: d.item_id, delta: d.delta },
+        data: { type: event, session_id, turn_id: e.turn_id, item_id: e.data.item_id, delta: e.data.delta },
       };
     }
-    case EventType.TurnCompleted: {
-      const turn = d.turn as { usage: Usage | null };
+    case "turn.completed": {
+      const usage = e.data.turn.usage;
       return {
         event: "agent.session.turn.completed",
         data: {
           turn_id: e.turn_id,
           session_id,
           status: "completed",
-          usage: turn.usage ? usageObject(turn.usage) : null,
+          usage: usage ? usageObject(usage) : null,
         },
       };
     }
-    case EventType.TurnFailed:
-    case EventType.TurnCancelled: {
-      const turn = d.turn as { status: string; error: { message: string; code: string } | null };
-      const event =
-        e.type === EventType.TurnFailed ? "agent.session.turn.failed" : "agent.session.turn.cancelled";
+    case "turn.failed":
+    case "turn.cancelled": {
+      const turn = e.data.turn;
+      const event = e.type === "turn.failed" ? "agent.session.turn.failed" : "agent.session.turn.cancelled";
       return {
         event,
         data: {
@@ -130,17 +125,20 @@ export function renderEvent(e: EventRecord): SseFrame | null {
         },
       };
     }
-    case EventType.GoalUpdated:
+    case "goal.updated":
       return {
         event: "agent.session.goal.updated",
         data: {
           session_id,
           turn_id: e.turn_id,
-          goal: d.goal ? goalObject(session_id, d.goal as Goal) : null,
+          goal: e.data.goal ? goalObject(e.data.goal, e.created_at) : null,
         },
       };
-    case EventType.ServerRequestAnswered:
-      return { event: "agent.session.approval.answered", data: { session_id, turn_id: e.turn_id, ...d } };
+    case "server_request.answered":
+      return {
+        event: "agent.session.approval.answered",
+        data: { session_id, turn_id: e.turn_id, ...e.data },
+      };
     default:
       return null;
   }

@@ -1,6 +1,5 @@
 import { statSync } from "node:fs";
-import type { FastifyRequest } from "fastify";
-import type { AppDeps } from "../../app.js";
+import type { Core } from "../../core.js";
 import type { SessionRecord, Store } from "../../store/types.js";
 import * as openai from "../../wire/openai.js";
 import {
@@ -12,18 +11,19 @@ import {
   readArtifact,
   statArtifact,
 } from "../../workspace/index.js";
-import type { Handlers } from "../routes.js";
-import { ListQuery, parse } from "../validate.js";
-
-type Params = { session_id: string };
-type ArtifactParams = { session_id: string; artifact_id: string };
+import type { App } from "../app-types.js";
+import { ArtifactParams, ListQuery, SessionParams } from "../validate.js";
 
 /**
  * The session turn that produced a file: the one running when the file was last written (turn times and file
  * times both have sub-second precision). Files written outside this session's turns have no turn (null).
  */
-function turnAttribution(store: Store, s: SessionRecord): (a: ArtifactInfo) => string | null {
-  let turns: Array<{ id: string; from: number; to: number }> | null = null;
+async function turnAttribution(store: Store, s: SessionRecord): Promise<(a: ArtifactInfo) => string | null> {
+  const turns = (await store.listTurns(s.id, { limit: 1000, order: "desc" })).data.map((t) => ({
+    id: t.id,
+    from: t.started_at ?? t.created_at,
+    to: t.completed_at ?? Infinity,
+  }));
   return (a) => {
     let mtime: number;
     try {
@@ -31,9 +31,6 @@ function turnAttribution(store: Store, s: SessionRecord): (a: ArtifactInfo) => s
     } catch {
       return null;
     }
-    turns ??= store
-      .listTurns(s.id, { limit: 1000, order: "desc" })
-      .data.map((t) => ({ id: t.id, from: t.started_at ?? t.created_at, to: t.completed_at ?? Infinity }));
     return turns.find((t) => t.from <= mtime && mtime <= t.to)?.id ?? null;
   };
 }
@@ -55,12 +52,41 @@ function artifactObject(s: SessionRecord, a: ArtifactInfo, turnOf: (a: ArtifactI
  * Files in the session workspace, as official artifacts (id = base64url of the relative path), listed in path
  * order (`order=desc`: reverse path order).
  */
-export function openaiArtifactHandlers(deps: AppDeps): Handlers {
-  const { sessions, store } = deps;
-  return {
-    listArtifacts: async (req: FastifyRequest<{ Params: Params }>) => {
-      const s = sessions.get(req.params.session_id);
-      const q = parse(ListQuery, req.query, "query");
+export function artifactRoutes(app: App, core: Core): void {
+  artifactListRoutes(app, core);
+  const { sessions, store } = core;
+  app.get(
+    "/v1/agents/sessions/:session_id/artifacts/:artifact_id",
+    { schema: { params: ArtifactParams } },
+    async (req) => {
+      const s = await sessions.get(req.scope, req.params.session_id);
+      return artifactObject(
+        s,
+        statArtifact(s.workspace, req.params.artifact_id),
+        await turnAttribution(store, s),
+      );
+    },
+  );
+  app.delete(
+    "/v1/agents/sessions/:session_id/artifacts/:artifact_id",
+    { schema: { params: ArtifactParams } },
+    async (req) => {
+      const s = await sessions.get(req.scope, req.params.session_id);
+      const info = deleteArtifact(s.workspace, req.params.artifact_id);
+      return { id: info.id, object: "agent.session.artifact.deleted", deleted: true };
+    },
+  );
+}
+
+/** Listing and raw content: also served to template clients, in the official format (the template had none). */
+export function artifactListRoutes(app: App, core: Core): void {
+  const { sessions, store } = core;
+  app.get(
+    "/v1/agents/sessions/:session_id/artifacts",
+    { schema: { params: SessionParams, querystring: ListQuery } },
+    async (req) => {
+      const s = await sessions.get(req.scope, req.params.session_id);
+      const q = req.query;
       const limit = q.limit ?? 20;
       let p: { data: ArtifactInfo[]; has_more: boolean };
       if (q.order === "desc") {
@@ -72,25 +98,20 @@ export function openaiArtifactHandlers(deps: AppDeps): Handlers {
       } else {
         p = listArtifacts(s.workspace, { limit, ...(q.after ? { after: q.after } : {}) });
       }
-      const turnOf = turnAttribution(store, s);
+      const turnOf = await turnAttribution(store, s);
       return openai.page({ data: p.data.map((a) => artifactObject(s, a, turnOf)), has_more: p.has_more });
     },
-    getArtifact: async (req: FastifyRequest<{ Params: ArtifactParams }>) => {
-      const s = sessions.get(req.params.session_id);
-      return artifactObject(s, statArtifact(s.workspace, req.params.artifact_id), turnAttribution(store, s));
-    },
-    getArtifactContent: async (req: FastifyRequest<{ Params: ArtifactParams }>, reply) => {
-      const s = sessions.get(req.params.session_id);
+  );
+  app.get(
+    "/v1/agents/sessions/:session_id/artifacts/:artifact_id/content",
+    { schema: { params: ArtifactParams } },
+    async (req, reply) => {
+      const s = await sessions.get(req.scope, req.params.session_id);
       const { info, content } = readArtifact(s.workspace, req.params.artifact_id);
       return reply
         .header("content-type", contentTypeFor(info.path))
         .header("content-length", String(content.length))
         .send(content);
     },
-    deleteArtifact: async (req: FastifyRequest<{ Params: ArtifactParams }>) => {
-      const s = sessions.get(req.params.session_id);
-      const info = deleteArtifact(s.workspace, req.params.artifact_id);
-      return { id: info.id, object: "agent.session.artifact.deleted", deleted: true };
-    },
-  };
+  );
 }

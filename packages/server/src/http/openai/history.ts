@@ -1,33 +1,40 @@
-import type { FastifyRequest } from "fastify";
-import type { AppDeps } from "../../app.js";
+import type { Core } from "../../core.js";
 import * as openai from "../../wire/openai.js";
-import type { Handlers } from "../routes.js";
-import { ListQuery, parse } from "../validate.js";
+import type { App } from "../app-types.js";
+import { ListQuery, SessionParams, TurnParams } from "../validate.js";
 
-type Params = { session_id: string };
-type TurnParams = { session_id: string; turn_id: string };
+type ListQueryT = {
+  limit?: number | undefined;
+  after?: string | undefined;
+  order?: "asc" | "desc" | undefined;
+};
 
 /** Items and turns of a session (read-only history). */
-export function openaiHistoryHandlers(deps: AppDeps): Handlers {
-  const { sessions, store } = deps;
+export function historyRoutes(app: App, core: Core): void {
+  itemRoutes(app, core);
+  turnRoutes(app, core);
+}
+
+/** Official item pages (the whole session's, and a turn's). */
+function itemRoutes(app: App, core: Core): void {
+  const { sessions, store } = core;
 
   /**
    * A page of official items. Engine items with no official rendering are skipped, and the page is filled from
    * the following stored items, so a page is never empty while more renderable items exist (the SDK's cursor
    * pages stop on an empty `data`). `last_id` is the last stored item read: the cursor to continue from.
    */
-  const items = (sessionId: string, query: unknown, turnId?: string) => {
-    const q = parse(ListQuery, query, "query");
+  const items = async (sessionId: string, q: ListQueryT, turnId?: string) => {
     const limit = q.limit ?? 20;
     // Official default: newest first.
     const order = q.order ?? "desc";
-    const data: Array<{ id: string }> = [];
+    const data: Array<Record<string, unknown>> = [];
     let after = q.after;
     let firstId: string | null = null;
     let lastId: string | null = null;
     let hasMore = false;
     fill: for (;;) {
-      const p = store.listItems(sessionId, {
+      const p = await store.listItems(sessionId, {
         limit,
         order,
         ...(after !== undefined ? { after } : {}),
@@ -41,7 +48,7 @@ export function openaiHistoryHandlers(deps: AppDeps): Handlers {
         firstId ??= record.id;
         lastId = record.id;
         const o = openai.itemObject(record);
-        if (o) data.push(o as { id: string });
+        if (o) data.push(o);
         if (i === p.data.length - 1) after = record.id;
       }
       if (!p.has_more || p.data.length === 0) break;
@@ -53,25 +60,43 @@ export function openaiHistoryHandlers(deps: AppDeps): Handlers {
     return { object: "list", data, first_id: firstId, last_id: lastId, has_more: hasMore };
   };
 
-  return {
-    listItems: async (req: FastifyRequest<{ Params: Params }>) => {
-      const s = sessions.get(req.params.session_id);
+  app.get(
+    "/v1/agents/sessions/:session_id/items",
+    { schema: { params: SessionParams, querystring: ListQuery } },
+    async (req) => {
+      const s = await sessions.get(req.scope, req.params.session_id);
       return items(s.id, req.query);
     },
-    listTurns: async (req: FastifyRequest<{ Params: Params }>) => {
-      const s = sessions.get(req.params.session_id);
-      const q = parse(ListQuery, req.query, "query");
-      const p = store.listTurns(s.id, q);
-      return openai.page({ data: p.data.map((t) => openai.turnObject(t, s.agent_id)), has_more: p.has_more });
-    },
-    getTurn: async (req: FastifyRequest<{ Params: TurnParams }>) => {
-      const s = sessions.get(req.params.session_id);
-      return openai.turnObject(sessions.getTurn(s.id, req.params.turn_id), s.agent_id);
-    },
-    listTurnItems: async (req: FastifyRequest<{ Params: TurnParams }>) => {
-      const s = sessions.get(req.params.session_id);
-      const t = sessions.getTurn(s.id, req.params.turn_id);
+  );
+  app.get(
+    "/v1/agents/sessions/:session_id/turns/:turn_id/items",
+    { schema: { params: TurnParams, querystring: ListQuery } },
+    async (req) => {
+      const s = await sessions.get(req.scope, req.params.session_id);
+      const t = await sessions.turn(s, req.params.turn_id);
       return items(s.id, req.query, t.id);
     },
-  };
+  );
+}
+
+/** Turns: also served to template clients, in the official format (the template had none). */
+export function turnRoutes(app: App, core: Core): void {
+  const { sessions, store } = core;
+  app.get(
+    "/v1/agents/sessions/:session_id/turns",
+    { schema: { params: SessionParams, querystring: ListQuery } },
+    async (req) => {
+      const s = await sessions.get(req.scope, req.params.session_id);
+      const p = await store.listTurns(s.id, req.query);
+      return openai.page({ data: p.data.map((t) => openai.turnObject(t, s.agent_id)), has_more: p.has_more });
+    },
+  );
+  app.get(
+    "/v1/agents/sessions/:session_id/turns/:turn_id",
+    { schema: { params: TurnParams } },
+    async (req) => {
+      const s = await sessions.get(req.scope, req.params.session_id);
+      return openai.turnObject(await sessions.turn(s, req.params.turn_id), s.agent_id);
+    },
+  );
 }

@@ -1,16 +1,17 @@
-import type { AppDeps } from "../../app.js";
-import type { Handlers } from "../routes.js";
-import { openaiAgentHandlers } from "./agents.js";
-import { openaiArtifactHandlers } from "./artifacts.js";
-import { openaiHistoryHandlers } from "./history.js";
-import { openaiSessionHandlers } from "./sessions.js";
+import type { Core } from "../../core.js";
+import { dialectPlugin } from "../app-types.js";
+import { goalRoutes } from "../goal.js";
+import { agentRoutes } from "./agents.js";
+import { artifactRoutes } from "./artifacts.js";
+import { historyRoutes } from "./history.js";
+import { sessionRoutes } from "./sessions.js";
 
 /** The official OpenAI Agents API wire format (requests carrying `OpenAI-Beta: agents=v1`). */
-export function openaiHandlers(deps: AppDeps): Handlers {
-  return {
-    ...openaiAgentHandlers(deps),
-    ...openaiSessionHandlers(deps),
-    ...openaiHistoryHandlers(deps),
-    ...openaiArtifactHandlers(deps),
-  };
-}
+export const openaiPlugin = (core: Core) =>
+  dialectPlugin("openai", (app) => {
+    agentRoutes(app, core);
+    sessionRoutes(app, core);
+    historyRoutes(app, core);
+    artifactRoutes(app, core);
+    goalRoutes(app, core);
+  });

@@ -1,9 +1,8 @@
-import type { FastifyRequest } from "fastify";
 import { z } from "zod";
-import type { AppDeps } from "../../app.js";
+import type { Core } from "../../core.js";
 import * as template from "../../wire/template.js";
-import type { Handlers } from "../routes.js";
-import { Metadata, parse } from "../validate.js";
+import type { App } from "../app-types.js";
+import { AgentParams, Metadata } from "../validate.js";
 import { allPages } from "./all-pages.js";
 
 export const AgentBody = z
@@ -16,48 +15,41 @@ export const AgentBody = z
   })
   .loose();
 
-type Params = { agent_id: string };
-
-export function templateAgentHandlers(deps: AppDeps): Handlers {
-  const { agents } = deps;
-  return {
-    createAgent: async (req) => {
-      const b = parse(AgentBody, req.body);
-      return template.agentObject(
-        agents.create({
-          name: b.name ?? null,
-          ...(b.model !== undefined ? { model: b.model } : {}),
-          instructions: b.instructions ?? null,
-          tools: b.tools ?? [],
-          metadata: b.metadata ?? {},
-        }),
-      );
-    },
-
-    listAgents: async () => ({
-      object: "list",
-      data: allPages((o) => agents.list(o)).map(template.agentObject),
-    }),
-
-    getAgent: async (req: FastifyRequest<{ Params: Params }>) =>
-      template.agentObject(agents.get(req.params.agent_id)),
-
-    updateAgent: async (req: FastifyRequest<{ Params: Params }>) => {
-      const b = parse(AgentBody, req.body);
-      return template.agentObject(
-        agents.update(req.params.agent_id, {
-          ...(b.name !== undefined ? { name: b.name } : {}),
-          ...(b.model !== undefined ? { model: b.model } : {}),
-          ...(b.instructions !== undefined ? { instructions: b.instructions } : {}),
-          ...(b.tools !== undefined ? { tools: b.tools ?? [] } : {}),
-          ...(b.metadata !== undefined ? { metadata: b.metadata ?? {} } : {}),
-        }),
-      );
-    },
-
-    deleteAgent: async (req: FastifyRequest<{ Params: Params }>) => {
-      agents.delete(req.params.agent_id);
-      return { id: req.params.agent_id, object: "agent", deleted: true };
-    },
-  };
+export function agentRoutes(app: App, core: Core): void {
+  const { agents } = core;
+  app.post("/v1/agents", { schema: { body: AgentBody } }, async (req) => {
+    const b = req.body;
+    return template.agentObject(
+      await agents.create(req.scope, {
+        name: b.name ?? null,
+        ...(b.model !== undefined ? { model: b.model } : {}),
+        instructions: b.instructions ?? null,
+        tools: b.tools ?? [],
+        metadata: b.metadata ?? {},
+      }),
+    );
+  });
+  app.get("/v1/agents", async (req) => ({
+    object: "list",
+    data: (await allPages((o) => agents.list(req.scope, o))).map(template.agentObject),
+  }));
+  app.get("/v1/agents/:agent_id", { schema: { params: AgentParams } }, async (req) =>
+    template.agentObject(await agents.get(req.scope, req.params.agent_id)),
+  );
+  app.post("/v1/agents/:agent_id", { schema: { params: AgentParams, body: AgentBody } }, async (req) => {
+    const b = req.body;
+    return template.agentObject(
+      await agents.update(req.scope, req.params.agent_id, {
+        ...(b.name !== undefined ? { name: b.name } : {}),
+        ...(b.model !== undefined ? { model: b.model } : {}),
+        ...(b.instructions !== undefined ? { instructions: b.instructions } : {}),
+        ...(b.tools !== undefined ? { tools: b.tools ?? [] } : {}),
+        ...(b.metadata !== undefined ? { metadata: b.metadata ?? {} } : {}),
+      }),
+    );
+  });
+  app.delete("/v1/agents/:agent_id", { schema: { params: AgentParams } }, async (req) => {
+    await agents.delete(req.scope, req.params.agent_id);
+    return { id: req.params.agent_id, object: "agent", deleted: true };
+  });
 }

@@ -1,15 +1,15 @@
-import type { FastifyRequest } from "fastify";
-import type { AppDeps } from "../../app.js";
+import type { Core } from "../../core.js";
 import { deleteArtifact, readArtifact, writeUpload } from "../../workspace/index.js";
-import type { Handlers } from "../routes.js";
+import type { App } from "../app-types.js";
+import { ArtifactParams } from "../validate.js";
 
-type Params = { session_id: string; artifact_id: string };
-
-export function templateArtifactHandlers(deps: AppDeps): Handlers {
-  const { sessions, config } = deps;
-  return {
-    getArtifact: async (req: FastifyRequest<{ Params: Params }>) => {
-      const s = sessions.get(req.params.session_id);
+export function artifactRoutes(app: App, core: Core): void {
+  const { sessions, config } = core;
+  app.get(
+    "/v1/agents/sessions/:session_id/artifacts/:artifact_id",
+    { schema: { params: ArtifactParams } },
+    async (req) => {
+      const s = await sessions.get(req.scope, req.params.session_id);
       const { info, content } = readArtifact(s.workspace, req.params.artifact_id);
       return {
         id: req.params.artifact_id,
@@ -20,14 +20,16 @@ export function templateArtifactHandlers(deps: AppDeps): Handlers {
         size: info.size,
       };
     },
-
-    deleteArtifact: async (req: FastifyRequest<{ Params: Params }>) => {
-      const s = sessions.get(req.params.session_id);
+  );
+  app.delete(
+    "/v1/agents/sessions/:session_id/artifacts/:artifact_id",
+    { schema: { params: ArtifactParams } },
+    async (req) => {
+      const s = await sessions.get(req.scope, req.params.session_id);
       deleteArtifact(s.workspace, req.params.artifact_id);
       return { id: req.params.artifact_id, object: "artifact", deleted: true };
     },
-
-    /** The original service's standard file route, confined to the workspace root. */
-    uploadFile: async (req) => writeUpload(config.workspaceRoot, req.body),
-  };
+  );
+  /** The original service's standard file route, confined to the workspace root. */
+  app.post("/files/upload-stream", async (req) => writeUpload(config.workspaceRoot, req.body));
 }

@@ -1,14 +1,22 @@
-import type { AppDeps } from "../../app.js";
-import type { Handlers } from "../routes.js";
-import { templateAgentHandlers } from "./agents.js";
-import { templateArtifactHandlers } from "./artifacts.js";
-import { templateSessionHandlers } from "./sessions.js";
+import type { Core } from "../../core.js";
+import { dialectPlugin } from "../app-types.js";
+import { goalRoutes } from "../goal.js";
+import { artifactListRoutes } from "../openai/artifacts.js";
+import { turnRoutes } from "../openai/history.js";
+import { agentRoutes } from "./agents.js";
+import { artifactRoutes } from "./artifacts.js";
+import { sessionRoutes } from "./sessions.js";
 
-/** The original service's wire format (the seed e2e contract). */
-export function templateHandlers(deps: AppDeps): Handlers {
-  return {
-    ...templateAgentHandlers(deps),
-    ...templateSessionHandlers(deps),
-    ...templateArtifactHandlers(deps),
-  };
-}
+/**
+ * The original service's wire format (the seed e2e contract), for requests without `OpenAI-Beta: agents=v1`.
+ * Routes the template never had (turns, artifact lists and contents) answer in the official format.
+ */
+export const templatePlugin = (core: Core) =>
+  dialectPlugin("template", (app) => {
+    agentRoutes(app, core);
+    sessionRoutes(app, core);
+    artifactRoutes(app, core);
+    goalRoutes(app, core);
+    turnRoutes(app, core);
+    artifactListRoutes(app, core);
+  });

@@ -1,16 +1,16 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
-import type { AppDeps } from "../../app.js";
+import type { Core } from "../../core.js";
 import { badRequest, conflict } from "../../domain/errors.js";
-import { TERMINAL_TURN_EVENTS } from "../../domain/events.js";
-import { parseGoalOption } from "../../domain/goals.js";
+import { isTurnEnd } from "../../domain/events.js";
+import { parseGoalOption } from "../../domain/goals/book.js";
 import { hasContent, parseInput, type TurnInput } from "../../domain/input.js";
-import type { SessionFields } from "../../domain/sessions.js";
+import type { SessionFields, WorkspaceMode } from "../../domain/sessions.js";
 import type { EventRecord, ItemRecord, SessionRecord } from "../../store/types.js";
 import * as template from "../../wire/template.js";
-import type { Handlers } from "../routes.js";
+import type { App } from "../app-types.js";
 import { type Frame, parseCursor, streamLog } from "../sse.js";
-import { Metadata, parse } from "../validate.js";
+import { Metadata, parse, SessionParams } from "../validate.js";
 import { allPages } from "./all-pages.js";
 
 const InlineAgent = z
@@ -33,6 +33,7 @@ const CreateBody = z
     stream: z.boolean().optional(),
     metadata: Metadata.nullable().optional(),
     goal: z.unknown().optional(),
+    workspace_mode: z.enum(["shared", "session"]).optional(),
   })
   .loose();
 
@@ -63,8 +64,6 @@ function controlRequest(body: unknown): "cancel" | "steer" | null {
   return b.steer === true ? "steer" : null;
 }
 
-type Params = { session_id: string };
-
 /** How many items GET session shows as `output` (the original service's window). */
 const OUTPUT_WINDOW = 5;
 
@@ -80,23 +79,29 @@ function optionalInput(raw: unknown): TurnInput | null {
   return hasContent(input) ? input : null;
 }
 
-export function templateSessionHandlers(deps: AppDeps): Handlers {
-  const { sessions, hub, store } = deps;
+export function sessionRoutes(app: App, core: Core): void {
+  const { sessions, messages, runner, hub, store } = core;
+  const workspaceDefault: WorkspaceMode = core.config.workspaceMode === "session" ? "session" : "shared";
 
   /**
    * The last 5 items the dialect shows (user messages are not shown: a run of turns without output of their
-   * own must not push earlier output out of the window).
+   * own must not push earlier output out of the window; items still running are not shown either).
    */
-  const lastItems = (s: SessionRecord): ItemRecord[] =>
-    store
-      .listItems(s.id, { order: "desc", limit: OUTPUT_WINDOW, exclude_types: template.HIDDEN_ITEM_TYPES })
-      .data.reverse();
+  const lastItems = async (s: SessionRecord): Promise<ItemRecord[]> =>
+    (
+      await store.listItems(s.id, {
+        order: "desc",
+        limit: OUTPUT_WINDOW,
+        exclude_types: template.HIDDEN_ITEM_TYPES,
+        states: ["completed", "incomplete"],
+      })
+    ).data.reverse();
 
   /** The turn of the first frame after `seq` (events the dialect does not show are skipped), if any. */
-  const nextUnseenTurn = (sessionId: string, seq: number): string | null => {
+  const nextUnseenTurn = async (sessionId: string, seq: number): Promise<string | null> => {
     const pageSize = 500;
     for (let after = seq; ; ) {
-      const page = store.readEvents(sessionId, after, pageSize);
+      const page = await store.readEvents(sessionId, after, pageSize);
       const next = page.find((e) => e.turn_id && renderTemplate(e).length > 0);
       if (next) return next.turn_id;
       if (page.length < pageSize) return null;
@@ -118,118 +123,143 @@ export function templateSessionHandlers(deps: AppDeps): Handlers {
       from: parseCursor(req) ?? { seq: fromSeq, frame: Number.POSITIVE_INFINITY },
       render: renderTemplate,
       renderKey: "template",
-      until: (e) => e.turn_id === turnId && TERMINAL_TURN_EVENTS.has(e.type),
+      until: (e) => isTurnEnd(e, turnId),
     });
 
-  return {
-    createSession: async (req, reply) => {
-      const b = parse(CreateBody, req.body);
-      let fields: SessionFields = { metadata: b.metadata ?? {} };
-      if (typeof b.agent === "string" || b.agent_id) fields.agent_id = (b.agent_id ?? b.agent) as string;
-      else if (b.agent) {
-        fields = {
-          ...fields,
-          ...(b.agent.model ? { model: b.agent.model } : {}),
-          ...(b.agent.instructions !== undefined ? { instructions: b.agent.instructions } : {}),
-          ...(b.agent.tools ? { tools: b.agent.tools } : {}),
-          ...(b.agent.name !== undefined ? { name: b.agent.name } : {}),
-        };
-      }
-      const input = optionalInput(b.input);
-      const goal = parseGoalOption(b.goal);
-      if (goal && !input) throw badRequest("A goal needs input: the objective", "input");
-      const session = sessions.create(fields, { startingTurn: input !== null });
-      if (!input) return template.sessionObject(session);
-      const turn = sessions.startTurn(session.id, input, goal ? { goal: { mode: "input", caps: goal } } : {});
-      if (b.stream === true) return streamTurn(req, reply, session.id, turn.id, 0);
-      await sessions.waitForTurn(session.id, turn.id);
-      const done = sessions.get(session.id);
-      return template.sessionWithOutput(done, lastItems(done));
-    },
+  const finished = async (sessionId: string, turnId: string) => {
+    await runner.waitFor(sessionId, turnId);
+    const done = await store.getSession(sessionId);
+    return done ? template.sessionWithOutput(done, await lastItems(done)) : null;
+  };
 
-    listSessions: async () => ({
-      object: "list",
-      data: allPages((o) => sessions.list(o)).map(template.sessionObject),
-    }),
+  app.post("/v1/agents/sessions", { schema: { body: CreateBody } }, async (req, reply) => {
+    const b = req.body;
+    let fields: SessionFields = { metadata: b.metadata ?? {} };
+    if (typeof b.agent === "string" || b.agent_id) fields.agent_id = (b.agent_id ?? b.agent) as string;
+    else if (b.agent) {
+      fields = {
+        ...fields,
+        ...(b.agent.model ? { model: b.agent.model } : {}),
+        ...(b.agent.instructions !== undefined ? { instructions: b.agent.instructions } : {}),
+        ...(b.agent.tools ? { tools: b.agent.tools } : {}),
+        ...(b.agent.name !== undefined ? { name: b.agent.name } : {}),
+      };
+    }
+    const input = optionalInput(b.input);
+    const goal = parseGoalOption(b.goal);
+    if (goal && !input) throw badRequest("A goal needs input: the objective", "input");
+    const session = await sessions.create(req.scope, fields, {
+      workspace: b.workspace_mode ?? workspaceDefault,
+      startingTurn: input !== null,
+    });
+    if (!input) return template.sessionObject(session);
+    const { turn } = await messages.send(session, input, { whileBusy: "refuse", goal });
+    if (b.stream === true) return streamTurn(req, reply, session.id, turn.id, 0);
+    return finished(session.id, turn.id);
+  });
 
-    getSession: async (req: FastifyRequest<{ Params: Params }>) => {
-      const s = sessions.get(req.params.session_id);
-      return template.sessionWithOutput(s, lastItems(s));
-    },
+  app.get("/v1/agents/sessions", async (req) => ({
+    object: "list",
+    data: (await allPages((o) => sessions.list(req.scope, o))).map(template.sessionObject),
+  }));
 
-    updateSession: async (req: FastifyRequest<{ Params: Params }>) => {
-      const b = parse(UpdateBody, req.body);
-      const s = sessions.update(req.params.session_id, {
+  app.get("/v1/agents/sessions/:session_id", { schema: { params: SessionParams } }, async (req) => {
+    const s = await sessions.get(req.scope, req.params.session_id);
+    return template.sessionWithOutput(s, await lastItems(s));
+  });
+
+  app.post(
+    "/v1/agents/sessions/:session_id",
+    { schema: { params: SessionParams, body: UpdateBody } },
+    async (req) => {
+      const b = req.body;
+      const s = await sessions.update(req.scope, req.params.session_id, {
         ...(b.model !== undefined ? { model: b.model } : {}),
         ...(b.instructions !== undefined ? { instructions: b.instructions } : {}),
         ...(b.metadata !== undefined ? { metadata: b.metadata ?? {} } : {}),
       });
       return template.sessionObject(s);
     },
+  );
 
-    deleteSession: async (req: FastifyRequest<{ Params: Params }>) => {
-      await sessions.delete(req.params.session_id);
-      return { id: req.params.session_id, object: "session", deleted: true };
-    },
+  app.delete("/v1/agents/sessions/:session_id", { schema: { params: SessionParams } }, async (req) => {
+    await sessions.delete(req.scope, req.params.session_id);
+    return { id: req.params.session_id, object: "session", deleted: true };
+  });
 
-    postEvents: async (req: FastifyRequest<{ Params: Params }>, reply) => {
+  app.post(
+    "/v1/agents/sessions/:session_id/events",
+    { schema: { params: SessionParams } },
+    async (req, reply) => {
       const id = req.params.session_id;
-      const session = sessions.get(id);
+      const session = await sessions.get(req.scope, id);
       const control = controlRequest(req.body);
       if (control === "cancel") {
-        const cancelled = await sessions.cancel(id);
+        const cancelled = await messages.cancel(session);
         return {
-          status: sessions.get(id).status,
+          status: template.templateStatus(await sessions.get(req.scope, id)),
           turn_id: cancelled?.id ?? null,
           cancelled: cancelled !== null,
         };
       }
-      if (control === null) sessions.assertIdle(session);
-      const b = parse(EventsBody, req.body);
+      // The contract: a second input during a turn is a 409, whatever the body says.
+      if (control === null && (session.active_turn_id || runner.isActive(id))) {
+        throw conflict("Session has an active turn");
+      }
+      const b = parseBody(req.body);
       const raw = b.input ?? (b.type === "agent.session.input.message" ? b.content : undefined);
       const input = optionalInput(raw);
       if (!input) throw badRequest("Missing input text", "input");
       if (control === "steer") {
-        const steered = await sessions.steer(id, input);
+        const steered = await messages.steer(session, input);
         if (!steered) throw conflict("No active turn to steer", "no_active_turn");
         return { turn_id: steered.id, steered: true };
       }
       const goal = parseGoalOption(b.goal);
-      const fromSeq = store.lastEventSeq(id);
-      const turn = sessions.startTurn(id, input, goal ? { goal: { mode: "input", caps: goal } } : {});
-      if (b.stream === false) {
-        await sessions.waitForTurn(id, turn.id);
-        const done = sessions.get(id);
-        return template.sessionWithOutput(done, lastItems(done));
-      }
+      const fromSeq = await store.lastEventSeq(id);
+      const { turn } = await messages.send(session, input, { whileBusy: "refuse", goal });
+      if (b.stream === false) return finished(id, turn.id);
       return streamTurn(req, reply, id, turn.id, fromSeq);
     },
+  );
 
-    streamEvents: async (req: FastifyRequest<{ Params: Params }>, reply) => {
+  app.get(
+    "/v1/agents/sessions/:session_id/events",
+    { schema: { params: SessionParams } },
+    async (req, reply) => {
       const id = req.params.session_id;
-      const session = sessions.get(id);
+      const session = await sessions.get(req.scope, id);
       const cursor = parseCursor(req);
+      const last = await store.lastEventSeq(id);
       // A cursor past the end of the log cannot come from this log; a stream from it would never send anything.
-      if (cursor && cursor.seq > store.lastEventSeq(id))
+      if (cursor && cursor.seq > last) {
         throw badRequest(`Last-Event-ID ${cursor.seq} is ahead of this session's event log`, "Last-Event-ID");
-      const active = sessions.runner.activeTurn(id);
+      }
+      const active = session.active_turn_id;
       if (!active) {
         // A client that reconnects after the turn ended still gets what it missed (and, when it missed
         // nothing, the idle answer rather than a stream that would wait for a terminal event already sent).
-        const missed = cursor ? nextUnseenTurn(id, cursor.seq) : null;
+        const missed = cursor ? await nextUnseenTurn(id, cursor.seq) : null;
         if (missed) return streamTurn(req, reply, id, missed, cursor!.seq);
         return { status: template.templateStatus(session), message: "No active turn" };
       }
-      const first = store.firstEventSeqOfTurn(id, active.id) ?? store.lastEventSeq(id);
-      return streamTurn(req, reply, id, active.id, Math.max(0, first - 1));
+      const first = (await store.firstEventSeqOfTurn(id, active)) ?? last;
+      return streamTurn(req, reply, id, active, Math.max(0, first - 1));
     },
+  );
 
-    listItems: async (req: FastifyRequest<{ Params: Params }>) => {
-      const s = sessions.get(req.params.session_id);
-      const items = allPages((o) =>
-        store.listItems(s.id, { ...o, exclude_types: template.HIDDEN_ITEM_TYPES }),
-      );
-      return { object: "list", data: items.flatMap((i) => template.itemObject(i) ?? []) };
-    },
-  };
+  app.get("/v1/agents/sessions/:session_id/items", { schema: { params: SessionParams } }, async (req) => {
+    const s = await sessions.get(req.scope, req.params.session_id);
+    const items = await allPages((o) =>
+      store.listItems(s.id, {
+        ...o,
+        exclude_types: template.HIDDEN_ITEM_TYPES,
+        states: ["completed", "incomplete"],
+      }),
+    );
+    return { object: "list", data: items.flatMap((i) => template.itemObject(i) ?? []) };
+  });
 }
+
+/** The events body, validated after the contract's 409 (which comes first, whatever the body). */
+const parseBody = (body: unknown) => parse(EventsBody, body);

@@ -1,0 +1,135 @@
+/**
+ * What the engine reports during one logical turn, written to the session's event log: items (stored when they
+ * start, so what a client saw survives a crash, and updated when they complete), deltas, answered engine requests;
+ * goal progress goes to the turn's GoalRun. Appends are queued in order and not awaited one by one; `settled()`
+ * waits for all of them.
+ */
+import type { ThreadItem, TurnEvent } from "@codex-agent-api/codex";
+import type { Logger } from "pino";
+import type { DeltaKind, LogEvent } from "../../store/types.js";
+import type { AppendOptions, EventHub } from "../../stream/hub.js";
+import type { GoalRun } from "../goals/run.js";
+
+/** Which stream a delta belongs to. */
+const DELTA_KIND: Partial<Record<TurnEvent["method"], DeltaKind>> = {
+  "item/agentMessage/delta": "agent_message",
+  "item/reasoning/summaryTextDelta": "reasoning",
+  "item/commandExecution/outputDelta": "command_output",
+  "item/fileChange/outputDelta": "file_change",
+};
+
+export class TurnRecorder {
+  /** Position of each engine item in the turn, in start order (the official `output_index`). */
+  private readonly indexes = new Map<string, number>();
+  private last: Promise<unknown> = Promise.resolve();
+  private goalWork: Promise<void> = Promise.resolve();
+  private failure: unknown = null;
+
+  constructor(
+    private readonly hub: EventHub,
+    private readonly logger: Logger,
+    private readonly now: () => number,
+    readonly sessionId: string,
+    readonly turnId: string,
+    private readonly goal: GoalRun | null,
+  ) {}
+
+  /** Appends an event of this turn (in order with the others). */
+  log(event: LogEvent, opts: Omit<AppendOptions, "turn_id"> = {}): void {
+    const p = this.hub.append(this.sessionId, event, { ...opts, turn_id: this.turnId });
+    p.catch((err: unknown) => {
+      this.failure ??= err;
+      this.logger.error(
+        { session: this.sessionId, turn: this.turnId, err: String(err) },
+        "event append failed",
+      );
+    });
+    this.last = p;
+  }
+
+  /** Resolves when everything recorded so far is stored and the goal hooks have run; rejects on a write error. */
+  async settled(): Promise<void> {
+    await this.goalWork;
+    await this.last.catch(() => undefined);
+    if (this.failure) throw this.failure;
+  }
+
+  indexOf(itemId: string): number {
+    let index = this.indexes.get(itemId);
+    if (index === undefined) {
+      index = this.indexes.size;
+      this.indexes.set(itemId, index);
+    }
+    return index;
+  }
+
+  record(event: TurnEvent): void {
+    switch (event.method) {
+      case "item/started": {
+        const item = event.params.item as ThreadItem;
+        this.log(
+          { type: "item.started", data: { item, output_index: this.indexOf(item.id) } },
+          { item: { kind: "start", turn_id: this.turnId, item, created_at: this.now() } },
+        );
+        return;
+      }
+      case "item/completed": {
+        const item = event.params.item as ThreadItem;
+        this.log(
+          { type: "item.completed", data: { item, output_index: this.indexOf(item.id) } },
+          {
+            item: { kind: "finish", turn_id: this.turnId, item, created_at: this.now(), state: "completed" },
+          },
+        );
+        return;
+      }
+      case "item/agentMessage/delta":
+      case "item/reasoning/summaryTextDelta":
+      case "item/commandExecution/outputDelta":
+      case "item/fileChange/outputDelta":
+        this.log({
+          type: "item.delta",
+          data: {
+            item_id: event.params.itemId,
+            output_index: this.indexOf(event.params.itemId),
+            kind: DELTA_KIND[event.method]!,
+            delta: event.params.delta,
+          },
+        });
+        return;
+      case "client/goal/engineTurnStarted": {
+        const goal = this.goal;
+        const index = event.params.index;
+        if (goal)
+          this.goalWork = this.goalWork.then(() => goal.onEngineTurnStarted(index)).catch(this.goalError);
+        return;
+      }
+      case "client/goal/updated": {
+        const goal = this.goal;
+        const g = event.params.goal;
+        if (goal) this.goalWork = this.goalWork.then(() => goal.onEngineGoalUpdated(g)).catch(this.goalError);
+        return;
+      }
+      case "client/serverRequest/answered":
+        this.log({
+          type: "server_request.answered",
+          data: {
+            request_method: event.params.requestMethod,
+            request: event.params.request,
+            response: event.params.response,
+            defaulted: event.params.defaulted,
+          },
+        });
+        return;
+      default:
+        return;
+    }
+  }
+
+  private readonly goalError = (err: unknown) => {
+    this.logger.warn(
+      { session: this.sessionId, turn: this.turnId, err: String(err) },
+      "goal bookkeeping failed",
+    );
+  };
+}

@@ -1,0 +1,466 @@
+/**
+ * Runs turns: claims the session, runs the logical turn on the engine (a goal's continuations included, through
+ * its GoalRun), records what happens, and ends the turn with exactly one terminal state. Owns the turns running in
+ * this process; steer, cancel, timeouts and shutdown act on them.
+ */
+import {
+  type InputItem,
+  InvalidRequestError,
+  type Thread,
+  TransportClosedError,
+  type Turn,
+  TurnFailedError,
+  type TurnResult,
+} from "@codex-agent-api/codex";
+import type { Logger } from "pino";
+import type { Config } from "../../config.js";
+import { missingModelReason } from "../../engine/codex-home.js";
+import { threadOptionsFor } from "../../engine/thread-options.js";
+import type { Engines } from "../../engine/types.js";
+import type { SessionRecord, Store, TurnError, TurnRecord, TurnStatus } from "../../store/types.js";
+import type { EventHub } from "../../stream/hub.js";
+import type { Clock, Timer } from "../../util/clock.js";
+import { badRequest, conflict } from "../errors.js";
+import type { GoalRun } from "../goals/run.js";
+import { newId } from "../ids.js";
+import type { TurnInput } from "../input.js";
+import { addUsage, toUsage } from "../usage.js";
+import { TurnRecorder } from "./recorder.js";
+
+export interface RunnerDeps {
+  store: Store;
+  hub: EventHub;
+  engines: Engines;
+  config: Config;
+  clock: Clock;
+  logger: Logger;
+}
+
+interface Stop {
+  status: TurnStatus;
+  code: string;
+  message: string;
+}
+
+interface ActiveTurn {
+  session: SessionRecord;
+  turn: TurnRecord;
+  recorder: TurnRecorder;
+  goal: GoalRun | null;
+  engineTurn: Turn | null;
+  /** Resolves with the engine turn once it started (null if the turn ended before). */
+  engineReady: Promise<Turn | null>;
+  setEngineTurn: (t: Turn | null) => void;
+  thread: Thread | null;
+  /** Index of the engine process running the turn. */
+  engine: number | null;
+  /** Why the turn is being stopped (cancel, timeout, shutdown), if it is. */
+  stop: Stop | null;
+  timer: Timer | null;
+  done: Promise<TurnRecord>;
+}
+
+export interface StartOptions {
+  /** The turn id, when the caller needed it first (a goal record names its turn). */
+  turnId?: string;
+  /** Builds the goal side of the turn, once the session is claimed. */
+  goal?: (turnId: string) => Promise<GoalRun>;
+}
+
+/** How long a stopped turn may take to end before its engine process is killed. */
+export const STOP_GRACE_MS = 10_000;
+
+export class TurnRunner {
+  private readonly active = new Map<string, ActiveTurn>();
+  private readonly waiters = new Map<string, Array<(t: TurnRecord) => void>>();
+  private readonly idleListeners: Array<(sessionId: string) => void> = [];
+
+  constructor(private readonly deps: RunnerDeps) {}
+
+  isActive(sessionId: string): boolean {
+    return this.active.has(sessionId);
+  }
+
+  activeTurn(sessionId: string): TurnRecord | undefined {
+    return this.active.get(sessionId)?.turn;
+  }
+
+  activeCount(): number {
+    return this.active.size;
+  }
+
+  /** Called when a turn has ended and its session is idle again. */
+  onIdle(listener: (sessionId: string) => void): void {
+    this.idleListeners.push(listener);
+  }
+
+  /**
+   * Starts a turn now; it runs in the background. 409 when the session already has one (checked atomically:
+   * of two concurrent starts, one wins).
+   */
+  async start(session: SessionRecord, input: TurnInput, opts: StartOptions = {}): Promise<TurnRecord> {
+    const { store, hub, clock } = this.deps;
+    if (this.active.has(session.id) || session.active_turn_id) throw conflict("Session has an active turn");
+    const now = clock.now();
+    const turnId = opts.turnId ?? newId("turn_");
+    const claimed = await store.claimSession(session.id, turnId, {
+      status: "in_progress",
+      error: null,
+      last_active_at: now,
+      updated_at: now,
+    });
+    if (!claimed) throw conflict("Session has an active turn");
+    let goal: GoalRun | null = null;
+    try {
+      goal = opts.goal ? await opts.goal(turnId) : null;
+    } catch (err) {
+      await store.updateSession(session.id, {
+        status: session.status,
+        active_turn_id: null,
+        error: session.error,
+      });
+      throw err;
+    }
+    const turn: TurnRecord = {
+      id: turnId,
+      session_id: session.id,
+      created_at: now,
+      started_at: now,
+      completed_at: null,
+      status: "in_progress",
+      input: input.items,
+      error: null,
+      usage: null,
+      goal: goal ? { mode: goal.mode, objective: goal.objective } : null,
+    };
+    await hub.commit(session.id, async (tx, log) => {
+      await tx.insertTurn(turn);
+      log({ type: "turn.started", data: { turn } }, { turn_id: turnId });
+      log({ type: "session.status", data: { session: claimed } }, { turn_id: turnId });
+    });
+    this.launch(claimed, turn, input.items, goal);
+    return turn;
+  }
+
+  /** Resolves with the turn once it is terminal (immediately if it already is). */
+  async waitFor(sessionId: string, turnId: string): Promise<TurnRecord> {
+    const active = this.active.get(sessionId);
+    if (active && active.turn.id === turnId) return active.done;
+    const waiting = new Promise<TurnRecord>((resolve) => {
+      const list = this.waiters.get(turnId) ?? [];
+      list.push(resolve);
+      this.waiters.set(turnId, list);
+    });
+    const stored = await this.deps.store.getTurn(sessionId, turnId);
+    if (stored && stored.status !== "in_progress" && stored.status !== "queued") {
+      this.waiters.delete(turnId);
+      return stored;
+    }
+    return waiting;
+  }
+
+  /** User cancel: interrupts the engine turn; the turn ends `cancelled`. Returns the turn, or null if idle. */
+  async cancel(sessionId: string): Promise<TurnRecord | null> {
+    const active = this.active.get(sessionId);
+    if (!active) return null;
+    await this.stop(active, { status: "cancelled", code: "cancelled", message: "Cancelled by the user" });
+    return active.done;
+  }
+
+  /** Adds input to the running turn (engine steer). Returns null when nothing runs (or it is ending). */
+  async steer(sessionId: string, items: InputItem[]): Promise<TurnRecord | null> {
+    const active = this.active.get(sessionId);
+    if (!active || active.stop) return null;
+    const engineTurn = await active.engineReady;
+    if (!engineTurn || engineTurn.finished || active.stop) return null;
+    try {
+      await engineTurn.steer(items);
+    } catch (err) {
+      // The engine turn ended in between: nothing left to steer.
+      if (err instanceof InvalidRequestError && /no active turn/.test(err.message)) return null;
+      if (err instanceof InvalidRequestError) throw badRequest(err.message, "input");
+      throw err;
+    }
+    active.recorder.log({ type: "turn.steered", data: { input: items } });
+    return active.turn;
+  }
+
+  /** The goal of the session's running turn, once its engine turn has started (null: no goal runs). */
+  async runningGoal(sessionId: string): Promise<GoalRun | null> {
+    const active = this.active.get(sessionId);
+    if (!active?.goal) return null;
+    await active.engineReady;
+    return active.goal;
+  }
+
+  async abort(sessionId: string, message: string): Promise<void> {
+    const active = this.active.get(sessionId);
+    if (!active) return;
+    await this.stop(active, { status: "cancelled", code: "cancelled", message });
+    await active.done;
+  }
+
+  async abortAll(message: string): Promise<void> {
+    await Promise.all([...this.active.keys()].map((id) => this.abort(id, message)));
+  }
+
+  /** Runs `fn` with the session's engine thread while no turn runs (goal housekeeping). */
+  async withThread<T>(session: SessionRecord, fn: (thread: Thread) => Promise<T>): Promise<T> {
+    const lease = await this.deps.engines.lease(
+      session.thread_id,
+      threadOptionsFor(session, this.deps.config),
+    );
+    try {
+      if (session.thread_id !== lease.thread.id) {
+        await this.deps.store.updateSession(session.id, { thread_id: lease.thread.id });
+      }
+      return await fn(lease.thread);
+    } finally {
+      lease.release();
+    }
+  }
+
+  /**
+   * Start-up: turns that were running when the process died are failed (`server_restart`), the items clients saw
+   * start are kept as incomplete, and the sessions become usable again. Returns how many sessions it fixed.
+   */
+  async recover(
+    code = "server_restart",
+    message = "The server stopped while this turn was running.",
+  ): Promise<number> {
+    const { store, hub, clock } = this.deps;
+    const busy = await store.listBusySessions();
+    for (const s of busy) {
+      await hub.commit(s.id, async (tx, log) => {
+        const turn = s.active_turn_id ? await tx.getTurn(s.id, s.active_turn_id) : undefined;
+        if (turn && (turn.status === "in_progress" || turn.status === "queued")) {
+          for (const item of await tx.closeOpenItems(s.id, turn.id, "failed")) {
+            log(
+              { type: "item.completed", data: { item: item.data, output_index: -1 } },
+              { turn_id: turn.id },
+            );
+          }
+          const failed = await tx.updateTurn(s.id, turn.id, {
+            status: "failed",
+            completed_at: clock.now(),
+            error: { code, message },
+          });
+          if (failed) log({ type: "turn.failed", data: { turn: failed } }, { turn_id: turn.id });
+        }
+        const next = await tx.updateSession(s.id, {
+          status: "idle",
+          active_turn_id: null,
+          updated_at: clock.now(),
+        });
+        if (next) log({ type: "session.status", data: { session: next } });
+      });
+    }
+    return busy.length;
+  }
+
+  private launch(session: SessionRecord, turn: TurnRecord, items: InputItem[], goal: GoalRun | null): void {
+    const { hub, logger, clock, config } = this.deps;
+    let resolve!: (t: TurnRecord) => void;
+    const done = new Promise<TurnRecord>((r) => {
+      resolve = r;
+    });
+    let setEngineTurn!: (t: Turn | null) => void;
+    const engineReady = new Promise<Turn | null>((r) => {
+      setEngineTurn = r;
+    });
+    const active: ActiveTurn = {
+      session,
+      turn,
+      recorder: new TurnRecorder(hub, logger, clock.now, session.id, turn.id, goal),
+      goal,
+      engineTurn: null,
+      engineReady,
+      setEngineTurn,
+      thread: null,
+      engine: null,
+      stop: null,
+      timer: null,
+      done,
+    };
+    this.active.set(session.id, active);
+    void this.goalDuration(session.id, goal).then((goalSeconds) => {
+      // A goal may run for its whole duration cap, plus one last engine turn.
+      const seconds = config.turnTimeoutSeconds + goalSeconds;
+      if (this.active.get(session.id) !== active) return;
+      active.timer = clock.after(seconds * 1000, () => {
+        void this.stop(active, {
+          status: "failed",
+          code: "request_timeout",
+          message: `Turn timeout exceeded (${seconds} s)`,
+        });
+      });
+    });
+    void this.execute(active, items).then(resolve, (err: unknown) => {
+      logger.error({ session: session.id, turn: turn.id, err: String(err) }, "turn could not be recorded");
+      this.active.delete(session.id);
+      resolve({ ...turn, status: "failed", error: { code: "internal_error", message: String(err) } });
+    });
+  }
+
+  private async goalDuration(sessionId: string, goal: GoalRun | null): Promise<number> {
+    if (!goal) return 0;
+    return (await this.deps.store.getGoal(sessionId))?.max_duration_seconds ?? 0;
+  }
+
+  private async stop(active: ActiveTurn, stop: Stop): Promise<void> {
+    if (active.stop) return;
+    active.stop = stop;
+    active.goal?.onStop();
+    // A hung engine must not keep the turn open forever: if it does not end in time, kill its process (the turn
+    // then fails with the stop reason, and the pool respawns the engine).
+    const watchdog = this.deps.clock.after(STOP_GRACE_MS, () => {
+      if (this.active.get(active.session.id) === active && active.engine !== null) {
+        this.deps.logger.error(
+          { session: active.session.id, engine: active.engine },
+          "engine unresponsive: killing it",
+        );
+        this.deps.engines.killEngine(active.engine);
+      }
+    });
+    void active.done.finally(() => watchdog.cancel());
+    if (active.engineTurn && !active.engineTurn.finished) {
+      await Promise.race([active.engineTurn.interrupt().catch(() => {}), active.done]);
+    }
+  }
+
+  private async execute(active: ActiveTurn, items: InputItem[]): Promise<TurnRecord> {
+    const { config, engines, store } = this.deps;
+    const session = active.session;
+    let result: TurnResult | null = null;
+    let failure: TurnError | null = null;
+    let release: (() => void) | null = null;
+    try {
+      const reason = missingModelReason(config);
+      if (reason) throw new ConfigurationError(reason);
+      const lease = await engines.lease(session.thread_id, threadOptionsFor(session, config));
+      release = lease.release;
+      active.engine = lease.engine;
+      if (session.thread_id !== lease.thread.id) {
+        await store.updateSession(session.id, { thread_id: lease.thread.id });
+      }
+      if (active.stop) throw new StoppedError();
+      active.thread = lease.thread;
+      const engineTurn = active.goal
+        ? await active.goal.start(lease.thread, items, session.model)
+        : await lease.thread.turn(items, { model: session.model });
+      active.engineTurn = engineTurn;
+      active.setEngineTurn(engineTurn);
+      if (active.stop) await engineTurn.interrupt().catch(() => {});
+      for await (const event of engineTurn.stream()) active.recorder.record(event);
+      result = await engineTurn.run();
+    } catch (err) {
+      failure = describeFailure(err);
+      if (err instanceof TurnFailedError) result = err.result;
+    } finally {
+      active.setEngineTurn(null);
+      await active.recorder.settled().catch(() => undefined);
+      if (active.goal) {
+        await active.goal.settle({
+          failed: failure !== null || result?.status === "failed",
+          stopped: active.stop !== null,
+        });
+      }
+      release?.();
+      active.timer?.cancel();
+    }
+    return this.finish(active, result, failure);
+  }
+
+  private async finish(
+    active: ActiveTurn,
+    result: TurnResult | null,
+    failure: TurnError | null,
+  ): Promise<TurnRecord> {
+    const { hub, clock, logger } = this.deps;
+    const sessionId = active.session.id;
+    const usage = result?.usage ? toUsage(result.usage.turn) : null;
+    const { status, error } = outcome(active.stop, failure, result);
+    const turn: TurnRecord = { ...active.turn, status, error, usage, completed_at: clock.now() };
+    const type =
+      status === "completed" ? "turn.completed" : status === "failed" ? "turn.failed" : "turn.cancelled";
+    await hub.commit(sessionId, async (tx, log) => {
+      // Items the turn started but never finished (interrupted, failed) stay visible, marked incomplete.
+      for (const item of await tx.closeOpenItems(sessionId, turn.id, "failed")) {
+        log(
+          {
+            type: "item.completed",
+            data: { item: item.data, output_index: active.recorder.indexOf(item.id) },
+          },
+          { turn_id: turn.id },
+        );
+      }
+      await tx.updateTurn(sessionId, turn.id, {
+        status,
+        error,
+        usage,
+        completed_at: turn.completed_at,
+      });
+      const session = await tx.getSession(sessionId);
+      if (!session) return;
+      const now = clock.now();
+      const next = await tx.updateSession(sessionId, {
+        // A failed turn does not fail the session: it stays usable; `error` keeps why the last turn failed.
+        status: "idle",
+        error: status === "failed" ? (error?.message ?? null) : null,
+        active_turn_id: null,
+        usage: addUsage(session.usage, usage),
+        last_active_at: now,
+        updated_at: now,
+      });
+      log({ type, data: { turn } }, { turn_id: turn.id });
+      if (next) log({ type: "session.status", data: { session: next } }, { turn_id: turn.id });
+    });
+    this.active.delete(sessionId);
+    for (const w of this.waiters.get(turn.id) ?? []) w(turn);
+    this.waiters.delete(turn.id);
+    if (error) logger.warn({ session: sessionId, turn: turn.id, status, error }, "turn ended");
+    for (const l of this.idleListeners) l(sessionId);
+    return turn;
+  }
+}
+
+function outcome(
+  stop: Stop | null,
+  failure: TurnError | null,
+  result: TurnResult | null,
+): { status: TurnStatus; error: TurnError | null } {
+  if (stop) {
+    const error =
+      stop.status === "failed" || stop.status === "cancelled"
+        ? { code: stop.code, message: stop.message }
+        : null;
+    return { status: stop.status, error };
+  }
+  if (failure) return { status: "failed", error: failure };
+  if (result?.status === "interrupted") {
+    return { status: "cancelled", error: { code: "interrupted", message: "The turn was interrupted" } };
+  }
+  if (result?.status === "failed") {
+    return {
+      status: "failed",
+      error: { code: "server_error", message: result.error?.message ?? "turn failed" },
+    };
+  }
+  return { status: "completed", error: null };
+}
+
+class ConfigurationError extends Error {}
+class StoppedError extends Error {}
+
+function describeFailure(err: unknown): TurnError {
+  if (err instanceof ConfigurationError) return { code: "authentication_error", message: err.message };
+  if (err instanceof StoppedError) return { code: "cancelled", message: "stopped before it started" };
+  if (err instanceof TransportClosedError) {
+    return {
+      code: "internal_error",
+      message: `The Codex engine exited during the turn (${err.message}); it has been restarted, send the input again.`,
+    };
+  }
+  if (err instanceof TurnFailedError) return { code: "server_error", message: err.message };
+  return { code: "internal_error", message: err instanceof Error ? err.message : String(err) };
+}

@@ -1,0 +1,34 @@
+import type { Thread, ThreadOptions } from "@codex-agent-api/codex";
+
+/** A session's engine thread, held while a turn (or goal housekeeping) runs on it. */
+export interface Lease {
+  thread: Thread;
+  /** Index of the engine process that holds the thread. */
+  engine: number;
+  release(): void;
+}
+
+export interface EngineStats {
+  index: number;
+  pid: number | undefined;
+  /** Threads loaded in the process. */
+  threads: number;
+  /** Turns running on it. */
+  busy: number;
+  generation: number;
+}
+
+/** The engine processes, as the domain uses them (the pool, or a stub in tests). */
+export interface Engines {
+  /** The thread of a session: a new one when `threadId` is null, else the loaded or resumed one. */
+  lease(threadId: string | null, options: ThreadOptions): Promise<Lease>;
+  /** A request on any engine, for thread state that needs no loaded thread (goals of unloaded threads). */
+  call<T>(method: string, params: unknown): Promise<T>;
+  /** The session of this thread is gone. */
+  forget(threadId: string): void;
+  /** Kills an engine process (an unresponsive one, or fault injection). */
+  killEngine(index: number, signal?: NodeJS.Signals): number | undefined;
+  stats(): EngineStats[];
+  warm(): Promise<void>;
+  close(): Promise<void>;
+}

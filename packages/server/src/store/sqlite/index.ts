@@ -1,0 +1,122 @@
+/**
+ * The embedded SQLite store (better-sqlite3, WAL, foreign keys on; migrated on open). One module per table
+ * (rows and mappers beside their queries); this file opens the database and composes them.
+ *
+ * The driver is synchronous, so every operation is atomic by itself. A transaction spans awaits, though: while one
+ * is open, writes are queued behind it (one lock), so a write from elsewhere can never land in — and be rolled back
+ * with — someone else's transaction. Reads are not queued.
+ */
+import { mkdirSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import Database from "better-sqlite3";
+import { AsyncLock } from "../../util/lock.js";
+import type { Queries, Store } from "../types.js";
+import { agentQueries } from "./agents.js";
+import { Counters } from "./counters.js";
+import { SqliteDb } from "./db.js";
+import { eventQueries } from "./events.js";
+import { goalQueries } from "./goals.js";
+import { idempotencyQueries } from "./idempotency.js";
+import { itemQueries } from "./items.js";
+import { keyQueries } from "./keys.js";
+import { migrate } from "./migrations.js";
+import { sessionQueries } from "./sessions.js";
+import { turnQueries } from "./turns.js";
+
+export { MIGRATIONS, migrate, SCHEMA_VERSION } from "./migrations.js";
+
+type QueryName = keyof Queries;
+const READS: ReadonlySet<QueryName> = new Set<QueryName>([
+  "getKey",
+  "listKeys",
+  "hasActiveKeys",
+  "getAgent",
+  "listAgents",
+  "getSession",
+  "listSessions",
+  "countSessions",
+  "listIdleSessionsBefore",
+  "listBusySessions",
+  "getTurn",
+  "listTurns",
+  "listItems",
+  "readEvents",
+  "lastEventSeq",
+  "firstEventSeqOfTurn",
+  "getGoal",
+  "listGoals",
+  "getIdempotency",
+]);
+
+/** The embedded store: the Store interface plus the file it lives in. */
+export type SqliteStore = Store & { readonly file: string };
+
+export const SqliteStore = {
+  /** Opens (creating if needed) a database file, or ":memory:", and migrates it to the current schema. */
+  open(file: string): SqliteStore {
+    const memory = file === ":memory:" || file === "";
+    if (!memory && !file.startsWith("file:")) mkdirSync(dirname(resolve(file)), { recursive: true });
+    const raw = new Database(file, { timeout: 5000 });
+    try {
+      raw.pragma("journal_mode = WAL");
+      raw.pragma("synchronous = NORMAL");
+      raw.pragma("foreign_keys = ON");
+      raw.pragma("busy_timeout = 5000");
+      migrate(raw);
+      return compose(raw, file);
+    } catch (err) {
+      raw.close();
+      throw err;
+    }
+  },
+};
+
+function compose(raw: Database.Database, file: string): SqliteStore {
+  const db = new SqliteDb(raw);
+  const counters = new Counters(db);
+  const lock = new AsyncLock();
+  /** The operations as they run inside a transaction (no lock: the transaction holds it). */
+  const inner: Queries = {
+    ...keyQueries(db),
+    ...agentQueries(db),
+    ...sessionQueries(db, counters),
+    ...turnQueries(db),
+    ...itemQueries(db),
+    ...eventQueries(db, counters),
+    ...goalQueries(db),
+    ...idempotencyQueries(db),
+  };
+  const outer = { ...inner };
+  for (const name of Object.keys(inner) as QueryName[]) {
+    if (READS.has(name)) continue;
+    const op = inner[name] as (...args: unknown[]) => Promise<unknown>;
+    (outer as Record<QueryName, unknown>)[name] = (...args: unknown[]) =>
+      lock.busy ? lock.run(() => op(...args)) : op(...args);
+  }
+  return {
+    ...outer,
+    kind: "sqlite",
+    file,
+    transaction<T>(fn: (tx: Queries) => Promise<T>): Promise<T> {
+      return lock.run(async () => {
+        raw.exec("BEGIN IMMEDIATE");
+        try {
+          const result = await fn(inner);
+          raw.exec("COMMIT");
+          return result;
+        } catch (err) {
+          if (raw.inTransaction) raw.exec("ROLLBACK");
+          counters.clear();
+          throw err;
+        }
+      });
+    },
+    async close() {
+      await lock.run(() => undefined);
+      if (!raw.open) return;
+      db.clear();
+      counters.clear();
+      raw.close();
+    },
+  };
+}

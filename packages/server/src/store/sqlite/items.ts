@@ -1,0 +1,127 @@
+import type { ThreadItem } from "@codex-agent-api/codex";
+import { clampLimit, toPage } from "../paging.js";
+import type { ItemRecord, ItemState, ItemWrite, Queries } from "../types.js";
+import type { Counters } from "./counters.js";
+import { json, parse, type SqliteDb } from "./db.js";
+
+interface ItemRow {
+  session_id: string;
+  turn_id: string;
+  ordinal: number;
+  id: string;
+  type: string;
+  state: string;
+  created_at: number;
+  data: string;
+}
+
+const COLS = "session_id, turn_id, ordinal, id, type, state, created_at, data";
+
+const fromRow = (r: ItemRow): ItemRecord => ({
+  session_id: r.session_id,
+  turn_id: r.turn_id,
+  ordinal: r.ordinal,
+  id: r.id,
+  type: r.type,
+  state: r.state as ItemState,
+  created_at: r.created_at,
+  data: parse<ThreadItem>(r.data),
+});
+
+/** Applies an item write of an appended event; returns the ordinal of an inserted item. */
+export function writeItem(db: SqliteDb, counters: Counters, sessionId: string, w: ItemWrite): number | null {
+  if (w.kind === "finish") {
+    const updated = db.run(
+      "UPDATE items SET state = ?, type = ?, data = ? WHERE session_id = ? AND ordinal = " +
+        "(SELECT max(ordinal) FROM items WHERE session_id = ? AND turn_id = ? AND id = ?)",
+      w.state,
+      w.item.type,
+      json(w.item),
+      sessionId,
+      sessionId,
+      w.turn_id,
+      w.item.id,
+    );
+    if (updated.changes > 0) return null;
+  }
+  const ordinal = counters.lastOrdinal(sessionId) + 1;
+  db.run(
+    `INSERT INTO items (${COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    sessionId,
+    w.turn_id,
+    ordinal,
+    w.item.id,
+    w.item.type,
+    w.kind === "finish" ? w.state : "started",
+    w.created_at,
+    json(w.item),
+  );
+  counters.setOrdinal(sessionId, ordinal);
+  return ordinal;
+}
+
+export type ItemQueries = Pick<Queries, "listItems" | "closeOpenItems">;
+
+export function itemQueries(db: SqliteDb): ItemQueries {
+  return {
+    async listItems(sessionId, opts) {
+      const limit = clampLimit(opts.limit);
+      const order = opts.order ?? "asc";
+      const where = ["session_id = ?"];
+      const params: unknown[] = [sessionId];
+      if (opts.turn_id !== undefined) {
+        where.push("turn_id = ?");
+        params.push(opts.turn_id);
+      }
+      if (opts.exclude_types?.length) {
+        where.push(`type NOT IN (${opts.exclude_types.map(() => "?").join(", ")})`);
+        params.push(...opts.exclude_types);
+      }
+      if (opts.states?.length) {
+        where.push(`state IN (${opts.states.map(() => "?").join(", ")})`);
+        params.push(...opts.states);
+      }
+      if (opts.after !== undefined) {
+        // Item ids are unique within a session in practice; a repeated id resolves to its last occurrence.
+        const ordinal = db.value<number>(
+          "SELECT max(ordinal) FROM items WHERE session_id = ? AND id = ?",
+          sessionId,
+          opts.after,
+        );
+        if (ordinal === null) return { data: [], has_more: false };
+        where.push(order === "asc" ? "ordinal > ?" : "ordinal < ?");
+        params.push(ordinal);
+      }
+      const sql =
+        `SELECT ${COLS} FROM items WHERE ${where.join(" AND ")} ` +
+        `ORDER BY ordinal ${order === "asc" ? "ASC" : "DESC"} LIMIT ?`;
+      params.push(limit + 1);
+      return toPage(db.all<ItemRow>(sql, ...params).map(fromRow), limit);
+    },
+    async closeOpenItems(sessionId, turnId, status) {
+      return db.atomic(() => closeOpenIn(db, sessionId, turnId, status));
+    },
+  };
+}
+
+function closeOpenIn(db: SqliteDb, sessionId: string, turnId: string, status: string): ItemRecord[] {
+  const open = db
+    .all<ItemRow>(
+      `SELECT ${COLS} FROM items WHERE session_id = ? AND turn_id = ? AND state = 'started' ORDER BY ordinal`,
+      sessionId,
+      turnId,
+    )
+    .map(fromRow);
+  const closed: ItemRecord[] = [];
+  for (const item of open) {
+    const data = { ...item.data, status } as ThreadItem;
+    db.run(
+      "UPDATE items SET state = 'incomplete', data = ? WHERE session_id = ? AND ordinal = ?",
+      json(data),
+      sessionId,
+      item.ordinal,
+    );
+    closed.push({ ...item, state: "incomplete", data });
+  }
+  return closed;
+}

@@ -1,0 +1,1162 @@
+/**
+ * The store contract: one asynchronous suite every Store implementation must pass (SQLite in store.test.ts; a
+ * PostgreSQL store runs the same suite). Fixtures are exported for implementation-specific tests.
+ */
+import type { ThreadItem } from "@codex-agent-api/codex";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type {
+  AgentRecord,
+  GoalRecord,
+  GoalStatus,
+  IdempotencyRecord,
+  ItemRecord,
+  KeyRecord,
+  LogEvent,
+  NewEvent,
+  SessionRecord,
+  Store,
+  TurnRecord,
+  Usage,
+} from "../src/store/types.js";
+
+export const P1 = "proj_1";
+export const P2 = "proj_2";
+
+export const usage = (n = 0): Usage => ({
+  input_tokens: n,
+  cached_input_tokens: 0,
+  output_tokens: n,
+  reasoning_output_tokens: 0,
+  total_tokens: 2 * n,
+});
+
+export const agent = (id: string, created_at = 1000, over: Partial<AgentRecord> = {}): AgentRecord => ({
+  id,
+  project_id: P1,
+  created_at,
+  updated_at: created_at,
+  name: `agent ${id}`,
+  model: "gpt-test",
+  instructions: "be nice",
+  tools: [{ type: "shell" }],
+  metadata: { k: "v" },
+  extra: { reasoning: { effort: "low" } },
+  ...over,
+});
+
+export const session = (id: string, created_at = 1000, over: Partial<SessionRecord> = {}): SessionRecord => ({
+  id,
+  project_id: P1,
+  created_at,
+  updated_at: created_at,
+  last_active_at: created_at,
+  status: "idle",
+  agent_id: null,
+  name: null,
+  model: "gpt-test",
+  instructions: null,
+  tools: [],
+  metadata: {},
+  thread_id: null,
+  workspace: `/tmp/ws/${id}`,
+  usage: usage(),
+  error: null,
+  active_turn_id: null,
+  extra: {},
+  ...over,
+});
+
+export const turn = (
+  session_id: string,
+  id: string,
+  created_at = 1000,
+  over: Partial<TurnRecord> = {},
+): TurnRecord => ({
+  id,
+  session_id,
+  created_at,
+  started_at: null,
+  completed_at: null,
+  status: "queued",
+  input: [{ type: "text", text: `hello ${id}` }],
+  error: null,
+  usage: null,
+  goal: null,
+  ...over,
+});
+
+export const goal = (
+  session_id: string,
+  updated_at = 1,
+  over: Partial<GoalRecord> = {},
+  status: GoalStatus = "active",
+): GoalRecord => ({
+  session_id,
+  objective: `objective of ${session_id}`,
+  status,
+  status_reason: "created",
+  token_budget: 1000,
+  max_turns: 5,
+  max_duration_seconds: 600,
+  tokens_used: 0,
+  time_used_seconds: 0,
+  turns_used: 0,
+  turn_id: null,
+  created_at: 1,
+  updated_at,
+  run_started_at: null,
+  ...over,
+});
+
+export const idem = (
+  scope: string,
+  key: string,
+  over: Partial<IdempotencyRecord> = {},
+): IdempotencyRecord => ({
+  scope,
+  key,
+  body_hash: "h",
+  status: 200,
+  response: { ok: true },
+  created_at: 1,
+  ...over,
+});
+
+export const apiKey = (id: string, created_at = 1, over: Partial<KeyRecord> = {}): KeyRecord => ({
+  id,
+  project_id: P1,
+  hash: `hash-${id}`,
+  salt: `salt-${id}`,
+  admin: false,
+  created_at,
+  revoked_at: null,
+  ...over,
+});
+
+/** An engine item (the store treats it as opaque JSON with an id and a type). */
+export const threadItem = (id: string, text = `text of ${id}`, type = "agentMessage"): ThreadItem =>
+  ({ type, id, text }) as unknown as ThreadItem;
+
+export const delta = (n = 1): LogEvent => ({
+  type: "item.delta",
+  data: { item_id: "i", output_index: 0, kind: "agent_message", delta: String(n) },
+});
+
+export const newEvent = (
+  event: LogEvent = delta(),
+  turn_id: string | null = null,
+  created_at = 1000.123,
+): NewEvent => ({
+  event,
+  turn_id,
+  created_at,
+});
+
+/** An `item.started` event that inserts the item. */
+export const startItem = (turn_id: string, item: ThreadItem, created_at = 1000.5): NewEvent => ({
+  event: { type: "item.started", data: { item, output_index: 0 } },
+  turn_id,
+  created_at,
+  item: { kind: "start", turn_id, item, created_at },
+});
+
+/** An `item.completed` event that finishes the item (inserting it if it never started). */
+export const finishItem = (
+  turn_id: string,
+  item: ThreadItem,
+  state: "completed" | "incomplete" = "completed",
+  created_at = 1000.75,
+): NewEvent => ({
+  event: { type: "item.completed", data: { item, output_index: 0 } },
+  turn_id,
+  created_at,
+  item: { kind: "finish", turn_id, item, created_at, state },
+});
+
+export const ids = <T extends { id: string }>(rows: T[]) => rows.map((r) => r.id);
+
+/** Resolves with whether `p` settled before the event loop's next macrotask (a pending write stays pending). */
+async function settledSoon(p: Promise<unknown>): Promise<boolean> {
+  let settled = false;
+  p.then(
+    () => {
+      settled = true;
+    },
+    () => {
+      settled = true;
+    },
+  );
+  await new Promise<void>((r) => setImmediate(r));
+  return settled;
+}
+
+export function storeContract(
+  name: string,
+  makeStore: () => Promise<Store>,
+  cleanup?: (store: Store) => Promise<void> | void,
+): void {
+  describe(`Store contract: ${name}`, () => {
+    let store: Store;
+    beforeEach(async () => {
+      store = await makeStore();
+    });
+    afterEach(async () => {
+      await store.close();
+      await cleanup?.(store);
+    });
+
+    const seqsOf = async (sid: string) => (await store.readEvents(sid, 0, 1000)).map((e) => e.seq);
+    const items = async (sid: string, opts = {}) =>
+      (await store.listItems(sid, { limit: 1000, ...opts })).data;
+    const item = async (sid: string, ordinal: number) =>
+      (await items(sid)).find((i) => i.ordinal === ordinal) as ItemRecord;
+
+    describe("api keys", () => {
+      it("inserts, gets, lists, revokes; hasActiveKeys follows revocation", async () => {
+        expect(await store.hasActiveKeys()).toBe(false);
+        expect(await store.listKeys()).toEqual([]);
+        const k1 = apiKey("k1", 10, { admin: true });
+        const k2 = apiKey("k2", 20, { project_id: P2 });
+        await store.insertKey(k2);
+        await store.insertKey(k1);
+        expect(await store.getKey("k1")).toEqual(k1);
+        expect(await store.getKey("k2")).toEqual(k2);
+        expect(await store.getKey("nope")).toBeUndefined();
+        expect(await store.listKeys()).toEqual([k1, k2]);
+        expect(await store.hasActiveKeys()).toBe(true);
+
+        expect(await store.revokeKey("k1", 50)).toBe(true);
+        expect(await store.revokeKey("k1", 60)).toBe(false); // already revoked: keeps the first time
+        expect(await store.revokeKey("nope", 60)).toBe(false);
+        expect(await store.getKey("k1")).toEqual({ ...k1, revoked_at: 50 });
+        expect(await store.hasActiveKeys()).toBe(true);
+        expect(await store.revokeKey("k2", 70)).toBe(true);
+        expect(await store.hasActiveKeys()).toBe(false);
+        expect((await store.listKeys()).map((k) => k.revoked_at)).toEqual([50, 70]);
+      });
+
+      it("a key inserted revoked is not active; a duplicate id is rejected", async () => {
+        await store.insertKey(apiKey("k1", 1, { revoked_at: 5 }));
+        expect(await store.hasActiveKeys()).toBe(false);
+        await expect(store.insertKey(apiKey("k1"))).rejects.toThrow();
+        expect(await store.getKey("k1")).toEqual(apiKey("k1", 1, { revoked_at: 5 }));
+      });
+    });
+
+    describe("agents", () => {
+      it("inserts, gets, patches and deletes", async () => {
+        const a = agent("ag_1");
+        await store.insertAgent(a);
+        expect(await store.getAgent("ag_1")).toEqual(a);
+        expect(await store.getAgent("nope")).toBeUndefined();
+
+        const patched = await store.updateAgent("ag_1", {
+          name: null,
+          updated_at: 2000,
+          metadata: { x: "y" },
+          tools: [],
+          instructions: null,
+          model: undefined, // undefined: ignored
+        });
+        const expected = {
+          ...a,
+          name: null,
+          updated_at: 2000,
+          metadata: { x: "y" },
+          tools: [],
+          instructions: null,
+        };
+        expect(patched).toEqual(expected);
+        expect(await store.getAgent("ag_1")).toEqual(expected);
+        expect(await store.updateAgent("ag_1", {})).toEqual(expected);
+        expect(await store.updateAgent("nope", { name: "x" })).toBeUndefined();
+        expect(await store.getAgent("nope")).toBeUndefined();
+
+        expect(await store.deleteAgent("ag_1")).toBe(true);
+        expect(await store.deleteAgent("ag_1")).toBe(false);
+        expect(await store.getAgent("ag_1")).toBeUndefined();
+      });
+
+      it("rejects a duplicate id", async () => {
+        await store.insertAgent(agent("ag_1"));
+        await expect(store.insertAgent(agent("ag_1", 5, { project_id: P2 }))).rejects.toThrow();
+        expect(await store.getAgent("ag_1")).toEqual(agent("ag_1"));
+      });
+
+      it("paginates newest first by default, stable on equal created_at", async () => {
+        // a1..a5 all at the same second, a6 later
+        for (let i = 1; i <= 5; i++) await store.insertAgent(agent(`a${i}`, 100));
+        await store.insertAgent(agent("a6", 200));
+
+        const p1 = await store.listAgents({ project_id: P1, limit: 2 });
+        expect(ids(p1.data)).toEqual(["a6", "a5"]);
+        expect(p1.has_more).toBe(true);
+        const p2 = await store.listAgents({ project_id: P1, limit: 2, after: "a5" });
+        expect(ids(p2.data)).toEqual(["a4", "a3"]);
+        expect(p2.has_more).toBe(true);
+        const p3 = await store.listAgents({ project_id: P1, limit: 2, after: "a3" });
+        expect(ids(p3.data)).toEqual(["a2", "a1"]);
+        expect(p3.has_more).toBe(false);
+
+        const asc = await store.listAgents({ project_id: P1, order: "asc", limit: 4 });
+        expect(ids(asc.data)).toEqual(["a1", "a2", "a3", "a4"]);
+        expect(asc.has_more).toBe(true);
+        const asc2 = await store.listAgents({ project_id: P1, order: "asc", after: "a4" });
+        expect(ids(asc2.data)).toEqual(["a5", "a6"]);
+        expect(asc2.has_more).toBe(false);
+      });
+
+      it("defaults limit to 20 and clamps it to 1..1000", async () => {
+        for (let i = 0; i < 25; i++) await store.insertAgent(agent(`a${String(i).padStart(2, "0")}`, i));
+        const list = (limit?: number) =>
+          store.listAgents({ project_id: P1, ...(limit === undefined ? {} : { limit }) });
+        expect((await list()).data).toHaveLength(20);
+        expect((await list()).has_more).toBe(true);
+        expect((await list(0)).data).toHaveLength(1);
+        expect((await list(-5)).data).toHaveLength(1);
+        expect((await list(Number.NaN)).data).toHaveLength(20);
+        const all = await list(100_000);
+        expect(all.data).toHaveLength(25);
+        expect(all.has_more).toBe(false);
+        expect((await list(25)).has_more).toBe(false);
+        expect((await list(24)).has_more).toBe(true);
+      });
+
+      it("returns an empty page for an unknown cursor", async () => {
+        await store.insertAgent(agent("a1"));
+        expect(await store.listAgents({ project_id: P1, after: "nope" })).toEqual({
+          data: [],
+          has_more: false,
+        });
+      });
+
+      it("lists nothing when empty", async () => {
+        expect(await store.listAgents({ project_id: P1 })).toEqual({ data: [], has_more: false });
+      });
+
+      it("lists only the given project's agents; another project's id is an unknown cursor", async () => {
+        await store.insertAgent(agent("a1", 1));
+        await store.insertAgent(agent("b1", 2, { project_id: P2 }));
+        await store.insertAgent(agent("a2", 3));
+        await store.insertAgent(agent("b2", 4, { project_id: P2 }));
+        expect(ids((await store.listAgents({ project_id: P1 })).data)).toEqual(["a2", "a1"]);
+        expect(ids((await store.listAgents({ project_id: P2, order: "asc" })).data)).toEqual(["b1", "b2"]);
+        expect(await store.listAgents({ project_id: "nobody" })).toEqual({ data: [], has_more: false });
+        expect(await store.listAgents({ project_id: P1, after: "b2" })).toEqual({
+          data: [],
+          has_more: false,
+        });
+        const p = await store.listAgents({ project_id: P1, limit: 1 });
+        expect(ids(p.data)).toEqual(["a2"]);
+        expect(p.has_more).toBe(true);
+        const p2 = await store.listAgents({ project_id: P1, limit: 1, after: "a2" });
+        expect(ids(p2.data)).toEqual(["a1"]);
+        expect(p2.has_more).toBe(false);
+      });
+    });
+
+    describe("sessions", () => {
+      it("inserts, gets, patches and counts (per project and overall)", async () => {
+        const s = session("s1", 10, { agent_id: "ag_1", metadata: { a: "1" }, name: "n", thread_id: null });
+        await store.insertSession(s);
+        expect(await store.getSession("s1")).toEqual(s);
+        expect(await store.getSession("nope")).toBeUndefined();
+        expect(await store.countSessions()).toBe(1);
+
+        const patch = {
+          status: "in_progress",
+          thread_id: "thr_1",
+          usage: usage(7),
+          error: "boom",
+          active_turn_id: "t1",
+          last_active_at: 99.5,
+          extra: { text: { format: "json" } },
+          tools: [{ type: "function", name: "f" }],
+        } as const;
+        const updated: SessionRecord = { ...s, ...patch, tools: [...patch.tools] };
+        expect(await store.updateSession("s1", { ...patch, tools: [...patch.tools] })).toEqual(updated);
+        expect(await store.getSession("s1")).toEqual(updated);
+        // undefined fields are ignored; null is a value
+        expect(
+          await store.updateSession("s1", { name: undefined, error: null, active_turn_id: null }),
+        ).toEqual({
+          ...updated,
+          error: null,
+          active_turn_id: null,
+        });
+        expect((await store.updateSession("s1", {}))?.name).toBe("n");
+        expect(await store.updateSession("nope", { status: "idle" })).toBeUndefined();
+        expect(await store.getSession("nope")).toBeUndefined();
+
+        await store.insertSession(session("s2", 10, { project_id: P2 }));
+        expect(await store.countSessions()).toBe(2);
+        expect(await store.countSessions(P1)).toBe(1);
+        expect(await store.countSessions(P2)).toBe(1);
+        expect(await store.countSessions("nobody")).toBe(0);
+        expect(await store.deleteSession("s2")).toBe(true);
+        expect(await store.deleteSession("s2")).toBe(false);
+        expect(await store.countSessions()).toBe(1);
+      });
+
+      it("rejects a duplicate id", async () => {
+        await store.insertSession(session("s1"));
+        await expect(store.insertSession(session("s1", 5, { project_id: P2 }))).rejects.toThrow();
+        expect(await store.countSessions()).toBe(1);
+      });
+
+      it("paginates with after/limit/order", async () => {
+        for (let i = 1; i <= 7; i++) await store.insertSession(session(`s${i}`, i < 4 ? 50 : 50 + i));
+        const seen: string[] = [];
+        let after: string | undefined;
+        for (;;) {
+          const page = await store.listSessions({ project_id: P1, limit: 3, ...(after ? { after } : {}) });
+          seen.push(...ids(page.data));
+          if (!page.has_more) break;
+          after = page.data.at(-1)!.id;
+        }
+        expect(seen).toEqual(["s7", "s6", "s5", "s4", "s3", "s2", "s1"]);
+
+        const asc = await store.listSessions({ project_id: P1, order: "asc", limit: 3, after: "s3" });
+        expect(ids(asc.data)).toEqual(["s4", "s5", "s6"]);
+        expect(asc.has_more).toBe(true);
+        expect(await store.listSessions({ project_id: P1, after: "missing" })).toEqual({
+          data: [],
+          has_more: false,
+        });
+      });
+
+      it("filters by agent_id and metadata (all keys must match), within the project", async () => {
+        await store.insertSession(session("s1", 1, { agent_id: "a", metadata: { env: "prod", team: "x" } }));
+        await store.insertSession(session("s2", 2, { agent_id: "a", metadata: { env: "dev", team: "x" } }));
+        await store.insertSession(session("s3", 3, { agent_id: "b", metadata: { env: "prod" } }));
+        await store.insertSession(session("s4", 4, { metadata: { 'we.ird "key"': "v'al" } }));
+        // another project with the same agent and metadata: never listed for P1
+        await store.insertSession(
+          session("o1", 5, { project_id: P2, agent_id: "a", metadata: { env: "prod", team: "x" } }),
+        );
+        await store.insertSession(session("o2", 6, { project_id: P2, metadata: { 'we.ird "key"': "v'al" } }));
+
+        const list = async (
+          opts: Omit<Parameters<Store["listSessions"]>[0], "project_id">,
+          project_id = P1,
+        ) => ids((await store.listSessions({ project_id, ...opts })).data);
+        expect(await list({ agent_id: "a" })).toEqual(["s2", "s1"]);
+        expect(await list({ agent_id: "zzz" })).toEqual([]);
+        expect(await list({ metadata: { env: "prod" } })).toEqual(["s3", "s1"]);
+        expect(await list({ metadata: { env: "prod", team: "x" } })).toEqual(["s1"]);
+        expect(await list({ metadata: { team: "x" }, agent_id: "a", order: "asc" })).toEqual(["s1", "s2"]);
+        expect(await list({ metadata: { env: "nope" } })).toEqual([]);
+        expect(await list({ metadata: { 'we.ird "key"': "v'al" } })).toEqual(["s4"]);
+        expect(await list({ metadata: {} })).toEqual(["s4", "s3", "s2", "s1"]);
+        expect(await list({})).toEqual(["s4", "s3", "s2", "s1"]);
+
+        expect(await list({ agent_id: "a" }, P2)).toEqual(["o1"]);
+        expect(await list({ metadata: { 'we.ird "key"': "v'al" } }, P2)).toEqual(["o2"]);
+        expect(await list({}, "nobody")).toEqual([]);
+        // a cursor of another project is unknown here
+        expect(await store.listSessions({ project_id: P1, after: "o1" })).toEqual({
+          data: [],
+          has_more: false,
+        });
+
+        const p = await store.listSessions({ project_id: P1, agent_id: "a", limit: 1 });
+        expect(ids(p.data)).toEqual(["s2"]);
+        expect(p.has_more).toBe(true);
+        const p2 = await store.listSessions({ project_id: P1, agent_id: "a", limit: 1, after: "s2" });
+        expect(ids(p2.data)).toEqual(["s1"]);
+        expect(p2.has_more).toBe(false);
+      });
+
+      it("lists idle sessions (status idle, no active turn) before a time, oldest first, limited", async () => {
+        await store.insertSession(session("old_idle", 1, { last_active_at: 10 }));
+        await store.insertSession(
+          session("old_idle_other_project", 1, { last_active_at: 12, project_id: P2 }),
+        );
+        await store.insertSession(session("old_busy", 1, { last_active_at: 5, status: "in_progress" }));
+        await store.insertSession(
+          session("old_action", 1, { last_active_at: 15, status: "requires_action" }),
+        );
+        await store.insertSession(session("old_claimed", 1, { last_active_at: 16, active_turn_id: "t1" }));
+        await store.insertSession(session("old_idle2", 1, { last_active_at: 30 }));
+        await store.insertSession(session("recent", 1, { last_active_at: 100 }));
+
+        expect(ids(await store.listIdleSessionsBefore(50, 10))).toEqual([
+          "old_idle",
+          "old_idle_other_project",
+          "old_idle2",
+        ]);
+        expect(ids(await store.listIdleSessionsBefore(50, 2))).toEqual([
+          "old_idle",
+          "old_idle_other_project",
+        ]);
+        expect(ids(await store.listIdleSessionsBefore(10, 10))).toEqual([]);
+        expect(ids(await store.listIdleSessionsBefore(1000, 0))).toEqual([]);
+        // released: idle again
+        await store.updateSession("old_claimed", { active_turn_id: null });
+        expect(ids(await store.listIdleSessionsBefore(20, 10))).toEqual([
+          "old_idle",
+          "old_idle_other_project",
+          "old_claimed",
+        ]);
+      });
+
+      it("lists busy sessions (in_progress, requires_action or with an active turn)", async () => {
+        await store.insertSession(session("idle"));
+        await store.insertSession(session("running", 1000, { status: "in_progress" }));
+        await store.insertSession(session("waiting", 1000, { status: "requires_action", project_id: P2 }));
+        await store.insertSession(session("stale", 1000, { status: "idle", active_turn_id: "t9" }));
+        expect(ids(await store.listBusySessions()).sort()).toEqual(["running", "stale", "waiting"]);
+      });
+
+      it("claimSession: exactly one of two concurrent claims wins; a claim after release works", async () => {
+        await store.insertSession(session("s1"));
+        const [a, b] = await Promise.all([
+          store.claimSession("s1", "t_a", { status: "in_progress", updated_at: 2000 }),
+          store.claimSession("s1", "t_b", { status: "requires_action", updated_at: 3000 }),
+        ]);
+        expect([a, b].filter((r) => r !== undefined)).toHaveLength(1);
+        const winner = (a ?? b)!;
+        const loser = a ? "t_b" : "t_a";
+        expect(winner.active_turn_id).toBe(a ? "t_a" : "t_b");
+        expect(winner).toEqual(
+          a
+            ? { ...session("s1"), active_turn_id: "t_a", status: "in_progress", updated_at: 2000 }
+            : { ...session("s1"), active_turn_id: "t_b", status: "requires_action", updated_at: 3000 },
+        );
+        expect(await store.getSession("s1")).toEqual(winner); // the loser changed nothing
+        expect(await store.claimSession("s1", loser, { status: "failed" })).toBeUndefined();
+        expect(await store.getSession("s1")).toEqual(winner);
+
+        expect(await store.updateSession("s1", { active_turn_id: null, status: "idle" })).toMatchObject({
+          active_turn_id: null,
+        });
+        const again = await store.claimSession("s1", "t_c", { status: "in_progress" });
+        expect(again).toMatchObject({ id: "s1", active_turn_id: "t_c", status: "in_progress" });
+        expect(await store.getSession("s1")).toEqual(again);
+
+        expect(await store.claimSession("nope", "t", {})).toBeUndefined();
+        expect(await store.getSession("nope")).toBeUndefined();
+      });
+
+      it("claimSession inside transactions: two concurrent transactions, one claim", async () => {
+        await store.insertSession(session("s1"));
+        const claim = (turnId: string) =>
+          store.transaction(async (tx) => {
+            const s = await tx.claimSession("s1", turnId, { status: "in_progress" });
+            if (s) await tx.insertTurn(turn("s1", turnId, 1, { status: "in_progress" }));
+            return s !== undefined;
+          });
+        const won = await Promise.all([claim("t_a"), claim("t_b")]);
+        expect(won.filter(Boolean)).toHaveLength(1);
+        const active = (await store.getSession("s1"))!.active_turn_id;
+        expect(active).toBe(won[0] ? "t_a" : "t_b");
+        expect(ids((await store.listTurns("s1", {})).data)).toEqual([active]);
+      });
+    });
+
+    describe("turns", () => {
+      beforeEach(async () => {
+        await store.insertSession(session("s1"));
+        await store.insertSession(session("s2"));
+      });
+
+      it("inserts, gets and patches", async () => {
+        const t = turn("s1", "t1", 5, { goal: { mode: "objective", objective: "x" } });
+        await store.insertTurn(t);
+        expect(await store.getTurn("s1", "t1")).toEqual(t);
+        expect(await store.getTurn("s2", "t1")).toBeUndefined();
+        expect(await store.getTurn("s1", "nope")).toBeUndefined();
+
+        const done: TurnRecord = {
+          ...t,
+          status: "failed",
+          started_at: 6,
+          completed_at: 7.25,
+          error: { code: "engine_error", message: "boom" },
+          usage: usage(3),
+          goal: null,
+        };
+        expect(
+          await store.updateTurn("s1", "t1", {
+            status: "failed",
+            started_at: 6,
+            completed_at: 7.25,
+            error: { code: "engine_error", message: "boom" },
+            usage: usage(3),
+            goal: null,
+            input: undefined, // ignored
+          }),
+        ).toEqual(done);
+        expect(await store.getTurn("s1", "t1")).toEqual(done);
+        expect(await store.updateTurn("s1", "t1", {})).toEqual(done);
+        expect(await store.updateTurn("s1", "t1", { status: "completed" })).toEqual({
+          ...done,
+          status: "completed",
+        });
+        // missing turn, or the turn id of another session
+        expect(await store.updateTurn("s1", "nope", { status: "completed" })).toBeUndefined();
+        expect(await store.updateTurn("s2", "t1", { status: "cancelled" })).toBeUndefined();
+        expect((await store.getTurn("s1", "t1"))?.status).toBe("completed");
+      });
+
+      it("requires an existing session", async () => {
+        await expect(store.insertTurn(turn("nope", "t1"))).rejects.toThrow();
+        expect(await store.getTurn("nope", "t1")).toBeUndefined();
+      });
+
+      it("lists per session with pagination and a status filter", async () => {
+        for (let i = 1; i <= 5; i++) {
+          await store.insertTurn(turn("s1", `t${i}`, 100, { status: i % 2 ? "completed" : "failed" }));
+        }
+        await store.insertTurn(turn("s2", "other", 100, { status: "completed" }));
+
+        const p1 = await store.listTurns("s1", { limit: 2 });
+        expect(ids(p1.data)).toEqual(["t5", "t4"]);
+        expect(p1.has_more).toBe(true);
+        const p2 = await store.listTurns("s1", { limit: 2, after: "t4" });
+        expect(ids(p2.data)).toEqual(["t3", "t2"]);
+        const p3 = await store.listTurns("s1", { limit: 2, after: "t2" });
+        expect(ids(p3.data)).toEqual(["t1"]);
+        expect(p3.has_more).toBe(false);
+
+        expect(ids((await store.listTurns("s1", { order: "asc" })).data)).toEqual([
+          "t1",
+          "t2",
+          "t3",
+          "t4",
+          "t5",
+        ]);
+        expect(ids((await store.listTurns("s2", {})).data)).toEqual(["other"]);
+        // a cursor from another session is unknown here
+        expect(await store.listTurns("s2", { after: "t1" })).toEqual({ data: [], has_more: false });
+
+        expect(ids((await store.listTurns("s1", { status: "completed" })).data)).toEqual(["t5", "t3", "t1"]);
+        const f = await store.listTurns("s1", { status: "failed", limit: 1 });
+        expect(ids(f.data)).toEqual(["t4"]);
+        expect(f.has_more).toBe(true);
+        expect(ids((await store.listTurns("s1", { status: "failed", after: "t4" })).data)).toEqual(["t2"]);
+        expect((await store.listTurns("s1", { status: "queued" })).data).toEqual([]);
+      });
+    });
+
+    describe("items (written with events)", () => {
+      beforeEach(async () => {
+        await store.insertSession(session("s1"));
+        await store.insertSession(session("s2"));
+      });
+
+      it("a start inserts the item 'started' with the next ordinal (0, 1, 2… per session)", async () => {
+        const [a, b] = await store.appendEvents("s1", [
+          startItem("t1", threadItem("i_a")),
+          startItem("t1", threadItem("i_b")),
+        ]);
+        const [x] = await store.appendEvents("s2", [startItem("tx", threadItem("i_x"))]);
+        const [plain, c] = await store.appendEvents("s1", [newEvent(), startItem("t2", threadItem("i_c"))]);
+        expect([a!.ordinal, b!.ordinal, c!.ordinal]).toEqual([0, 1, 2]);
+        expect(x!.ordinal).toBe(0);
+        expect(plain!.ordinal).toBeNull();
+        expect(a!.event).toMatchObject({ type: "item.started", seq: 1, turn_id: "t1", session_id: "s1" });
+
+        const stored = await items("s1");
+        expect(stored).toEqual([
+          {
+            session_id: "s1",
+            turn_id: "t1",
+            ordinal: 0,
+            id: "i_a",
+            type: "agentMessage",
+            state: "started",
+            created_at: 1000.5,
+            data: threadItem("i_a"),
+          },
+          expect.objectContaining({ ordinal: 1, id: "i_b", state: "started" }),
+          expect.objectContaining({ ordinal: 2, id: "i_c", turn_id: "t2", state: "started" }),
+        ]);
+        expect(await items("s2")).toEqual([
+          expect.objectContaining({ ordinal: 0, id: "i_x", turn_id: "tx" }),
+        ]);
+        expect(await items("nope")).toEqual([]);
+      });
+
+      it("a finish updates the turn's latest item with that id to its final data and state", async () => {
+        await store.appendEvents("s1", [
+          startItem("t1", threadItem("i1", "first")), // 0
+          startItem("t1", threadItem("i1", "again")), // 1: the same id again in the same turn
+          startItem("t2", threadItem("i1", "t2")), // 2: the same id in another turn
+          startItem("t1", threadItem("i2")), // 3
+        ]);
+        const [fin] = await store.appendEvents("s1", [
+          finishItem("t1", threadItem("i1", "final", "commandExecution"), "completed", 2000),
+        ]);
+        expect(fin!.ordinal).toBeNull(); // nothing inserted
+        expect(fin!.event).toMatchObject({ type: "item.completed", seq: 5 });
+        expect(await item("s1", 1)).toEqual({
+          session_id: "s1",
+          turn_id: "t1",
+          ordinal: 1,
+          id: "i1",
+          type: "commandExecution",
+          state: "completed",
+          created_at: 1000.5, // the start time stays
+          data: threadItem("i1", "final", "commandExecution"),
+        });
+        expect(await item("s1", 0)).toMatchObject({ state: "started", data: threadItem("i1", "first") });
+        expect(await item("s1", 2)).toMatchObject({ state: "started", turn_id: "t2" });
+        expect(await item("s1", 3)).toMatchObject({ state: "started", id: "i2" });
+
+        await store.appendEvents("s1", [finishItem("t1", threadItem("i2", "cut"), "incomplete")]);
+        expect(await item("s1", 3)).toMatchObject({ state: "incomplete", data: threadItem("i2", "cut") });
+        expect(await items("s1")).toHaveLength(4);
+      });
+
+      it("a finish without a start inserts the item with its final state", async () => {
+        await store.appendEvents("s1", [startItem("t1", threadItem("i0"))]);
+        const [done, cut] = await store.appendEvents("s1", [
+          finishItem("t1", threadItem("i1")),
+          finishItem("t1", threadItem("i2"), "incomplete"),
+        ]);
+        expect(done!.ordinal).toBe(1);
+        expect(cut!.ordinal).toBe(2);
+        expect(await item("s1", 1)).toEqual({
+          session_id: "s1",
+          turn_id: "t1",
+          ordinal: 1,
+          id: "i1",
+          type: "agentMessage",
+          state: "completed",
+          created_at: 1000.75,
+          data: threadItem("i1"),
+        });
+        expect(await item("s1", 2)).toMatchObject({ id: "i2", state: "incomplete" });
+        // an item of the same id in another turn is not the one finished
+        const [other] = await store.appendEvents("s1", [finishItem("t2", threadItem("i0"))]);
+        expect(other!.ordinal).toBe(3);
+        expect(await item("s1", 0)).toMatchObject({ state: "started", turn_id: "t1" });
+      });
+
+      it("lists ascending by ordinal by default, filters by turn, paginates", async () => {
+        for (let i = 0; i < 6; i++) {
+          await store.appendEvents("s1", [finishItem(i < 3 ? "t1" : "t2", threadItem(`i${i}`))]);
+        }
+        const all = await store.listItems("s1", {});
+        expect(ids(all.data)).toEqual(["i0", "i1", "i2", "i3", "i4", "i5"]);
+        expect(all.data.map((i) => i.ordinal)).toEqual([0, 1, 2, 3, 4, 5]);
+
+        const p1 = await store.listItems("s1", { limit: 4 });
+        expect(ids(p1.data)).toEqual(["i0", "i1", "i2", "i3"]);
+        expect(p1.has_more).toBe(true);
+        const p2 = await store.listItems("s1", { limit: 4, after: "i3" });
+        expect(ids(p2.data)).toEqual(["i4", "i5"]);
+        expect(p2.has_more).toBe(false);
+
+        expect(ids((await store.listItems("s1", { order: "desc", limit: 2 })).data)).toEqual(["i5", "i4"]);
+        expect(ids((await store.listItems("s1", { order: "desc", after: "i4" })).data)).toEqual([
+          "i3",
+          "i2",
+          "i1",
+          "i0",
+        ]);
+
+        expect(ids((await store.listItems("s1", { turn_id: "t2" })).data)).toEqual(["i3", "i4", "i5"]);
+        const t1 = await store.listItems("s1", { turn_id: "t1", limit: 1, after: "i0" });
+        expect(ids(t1.data)).toEqual(["i1"]);
+        expect(t1.has_more).toBe(true);
+        expect(await store.listItems("s1", { after: "nope" })).toEqual({ data: [], has_more: false });
+        expect(await store.listItems("s2", {})).toEqual({ data: [], has_more: false });
+      });
+
+      it("filters by states and exclude_types", async () => {
+        await store.appendEvents("s1", [
+          finishItem("t1", threadItem("u1", "hi", "userMessage")), // 0 completed
+          startItem("t1", threadItem("a1")), // 1 started
+          startItem("t1", threadItem("c1", "ls", "commandExecution")), // 2 started
+          finishItem("t1", threadItem("a1")), // 1 -> completed
+          finishItem("t1", threadItem("r1", "r", "reasoning"), "incomplete"), // 3 incomplete
+          startItem("t2", threadItem("a2")), // 4 started
+        ]);
+        const list = async (opts: Parameters<Store["listItems"]>[1]) =>
+          ids((await store.listItems("s1", opts)).data);
+        expect(await list({ states: ["started"] })).toEqual(["c1", "a2"]);
+        expect(await list({ states: ["completed"] })).toEqual(["u1", "a1"]);
+        expect(await list({ states: ["completed", "incomplete"] })).toEqual(["u1", "a1", "r1"]);
+        expect(await list({ states: [] })).toEqual(["u1", "a1", "c1", "r1", "a2"]); // empty: no filter
+        expect(await list({ exclude_types: ["userMessage"] })).toEqual(["a1", "c1", "r1", "a2"]);
+        expect(await list({ exclude_types: ["userMessage", "reasoning", "agentMessage"] })).toEqual(["c1"]);
+        expect(await list({ exclude_types: [] })).toEqual(["u1", "a1", "c1", "r1", "a2"]);
+        expect(await list({ exclude_types: ["userMessage"], states: ["completed"], order: "desc" })).toEqual([
+          "a1",
+        ]);
+        expect(await list({ turn_id: "t1", states: ["started"] })).toEqual(["c1"]);
+        const page = await store.listItems("s1", { exclude_types: ["userMessage"], limit: 2 });
+        expect(ids(page.data)).toEqual(["a1", "c1"]);
+        expect(page.has_more).toBe(true);
+        expect(await list({ exclude_types: ["userMessage"], after: "c1" })).toEqual(["r1", "a2"]);
+      });
+
+      it("closeOpenItems marks one turn's open items incomplete with the given status", async () => {
+        await store.appendEvents("s1", [
+          startItem("t1", threadItem("i1")), // 0
+          startItem("t1", threadItem("i2")), // 1
+          startItem("t2", threadItem("j1")), // 2
+          startItem("t1", threadItem("i3")), // 3
+          finishItem("t1", threadItem("i2")), // 1 -> completed
+        ]);
+        await store.appendEvents("s2", [startItem("t1", threadItem("k1"))]);
+
+        const closed = await store.closeOpenItems("s1", "t1", "failed");
+        expect(closed.map((i) => [i.ordinal, i.id, i.state])).toEqual([
+          [0, "i1", "incomplete"],
+          [3, "i3", "incomplete"],
+        ]);
+        expect(closed[0]!.data).toEqual({ ...threadItem("i1"), status: "failed" });
+        expect(await item("s1", 0)).toEqual(closed[0]);
+        expect(await item("s1", 3)).toEqual(closed[1]);
+        expect(await item("s1", 1)).toMatchObject({ state: "completed", data: threadItem("i2") });
+        // other turns and other sessions are left alone
+        expect(await item("s1", 2)).toMatchObject({ state: "started", data: threadItem("j1") });
+        expect(await item("s2", 0)).toMatchObject({ state: "started", data: threadItem("k1") });
+        // nothing left open in t1
+        expect(await store.closeOpenItems("s1", "t1", "failed")).toEqual([]);
+        expect(await store.closeOpenItems("s1", "nope", "failed")).toEqual([]);
+        expect(await store.closeOpenItems("nope", "t1", "failed")).toEqual([]);
+      });
+    });
+
+    describe("event log", () => {
+      beforeEach(async () => {
+        await store.insertSession(session("s1"));
+        await store.insertSession(session("s2"));
+      });
+
+      it("assigns seq 1, 2, 3… per session, independent across sessions", async () => {
+        expect(await store.lastEventSeq("s1")).toBe(0);
+        const started: LogEvent = { type: "turn.started", data: { turn: turn("s1", "t1") } };
+        const [e1] = await store.appendEvents("s1", [newEvent(started, "t1")]);
+        expect(e1).toEqual({
+          event: { ...started, session_id: "s1", seq: 1, turn_id: "t1", created_at: 1000.123 },
+          ordinal: null,
+        });
+        const seq1 = async (sid: string) => (await store.appendEvents(sid, [newEvent()]))[0]!.event.seq;
+        expect(await seq1("s1")).toBe(2);
+        expect(await seq1("s2")).toBe(1);
+        expect(await seq1("s1")).toBe(3);
+        expect(await seq1("s2")).toBe(2);
+        const batch = await store.appendEvents("s1", [
+          newEvent(delta(1)),
+          newEvent(delta(2)),
+          newEvent(delta(3)),
+        ]);
+        expect(batch.map((a) => a.event.seq)).toEqual([4, 5, 6]);
+        expect(await store.appendEvents("s1", [])).toEqual([]);
+        expect(await store.lastEventSeq("s1")).toBe(6);
+        expect(await store.lastEventSeq("s2")).toBe(2);
+        expect(await store.lastEventSeq("nope")).toBe(0);
+        // stored exactly as returned
+        expect(await store.readEvents("s1", 0, 1)).toEqual([e1!.event]);
+        expect(await store.readEvents("s1", 3, 10)).toEqual(batch.map((a) => a.event));
+      });
+
+      it("stores a null turn_id as null", async () => {
+        const [a] = await store.appendEvents("s1", [newEvent(delta(), null)]);
+        expect(a!.event.turn_id).toBeNull();
+        expect((await store.readEvents("s1", 0, 10))[0]!.turn_id).toBeNull();
+      });
+
+      it("reads events after a seq, ascending, limited", async () => {
+        for (let i = 0; i < 10; i++) await store.appendEvents("s1", [newEvent(delta(i))]);
+        await store.appendEvents("s2", [newEvent(delta(99))]);
+        const page = await store.readEvents("s1", 3, 4);
+        expect(page.map((e) => e.seq)).toEqual([4, 5, 6, 7]);
+        expect(page.map((e) => (e.type === "item.delta" ? e.data.delta : null))).toEqual([
+          "3",
+          "4",
+          "5",
+          "6",
+        ]);
+        expect((await store.readEvents("s1", 8, 100)).map((e) => e.seq)).toEqual([9, 10]);
+        expect(await store.readEvents("s1", 10, 100)).toEqual([]);
+        expect(await store.readEvents("s1", 0, 0)).toEqual([]);
+        expect(await store.readEvents("s2", 0, 100)).toEqual([
+          { ...delta(99), session_id: "s2", seq: 1, turn_id: null, created_at: 1000.123 },
+        ]);
+        expect(await store.readEvents("nope", 0, 100)).toEqual([]);
+      });
+
+      it("finds the first event seq of a turn", async () => {
+        const status: LogEvent = { type: "session.status", data: { session: session("s1") } };
+        await store.appendEvents("s1", [
+          newEvent(status),
+          newEvent(delta(), "t1"),
+          newEvent(delta(), "t1"),
+          newEvent(delta(), "t2"),
+          newEvent(delta(), "t1"),
+        ]);
+        expect(await store.firstEventSeqOfTurn("s1", "t1")).toBe(2);
+        expect(await store.firstEventSeqOfTurn("s1", "t2")).toBe(4);
+        expect(await store.firstEventSeqOfTurn("s1", "t3")).toBeUndefined();
+        expect(await store.firstEventSeqOfTurn("s2", "t1")).toBeUndefined();
+      });
+
+      it("requires an existing session and does not burn a seq (or an ordinal) on failure", async () => {
+        await expect(store.appendEvents("nope", [newEvent()])).rejects.toThrow();
+        await expect(store.appendEvents("nope", [startItem("t", threadItem("i"))])).rejects.toThrow();
+        expect(await store.lastEventSeq("nope")).toBe(0);
+        await store.insertSession(session("nope"));
+        const [a] = await store.appendEvents("nope", [startItem("t", threadItem("i"))]);
+        expect(a!.event.seq).toBe(1);
+        expect(a!.ordinal).toBe(0);
+      });
+
+      it("keeps seq and ordinals consistent when a transaction rolls back", async () => {
+        await store.appendEvents("s1", [newEvent(), startItem("t1", threadItem("i0"))]);
+        await expect(
+          store.transaction(async (tx) => {
+            const a = await tx.appendEvents("s1", [newEvent(), startItem("t1", threadItem("i1"))]);
+            expect(a.map((x) => [x.event.seq, x.ordinal])).toEqual([
+              [3, null],
+              [4, 1],
+            ]);
+            await tx.appendEvents("s1", [finishItem("t1", threadItem("i0"))]);
+            throw new Error("rollback");
+          }),
+        ).rejects.toThrow("rollback");
+        expect(await store.lastEventSeq("s1")).toBe(2);
+        expect(await seqsOf("s1")).toEqual([1, 2]);
+        expect(await items("s1")).toEqual([expect.objectContaining({ id: "i0", state: "started" })]);
+        const [e, i] = await store.appendEvents("s1", [newEvent(), startItem("t1", threadItem("i1"))]);
+        expect(e!.event.seq).toBe(3);
+        expect(i!.event.seq).toBe(4);
+        expect(i!.ordinal).toBe(1);
+      });
+
+      it("events and items appended in a committed transaction are stored", async () => {
+        const n = await store.transaction(async (tx) => {
+          await tx.appendEvents("s1", [newEvent()]);
+          await tx.appendEvents("s1", [startItem("t1", threadItem("i0"))]);
+          return tx.lastEventSeq("s1");
+        });
+        expect(n).toBe(2);
+        expect(await seqsOf("s1")).toEqual([1, 2]);
+        expect(ids(await items("s1"))).toEqual(["i0"]);
+      });
+    });
+
+    describe("goals", () => {
+      it("puts (upsert), gets, lists (optionally by status) and deletes", async () => {
+        for (const sid of ["s1", "s2", "s3"]) await store.insertSession(session(sid));
+        expect(await store.getGoal("s1")).toBeUndefined();
+        expect(await store.listGoals()).toEqual([]);
+        await store.putGoal(goal("s1", 1));
+        await store.putGoal(goal("s2", 2, {}, "paused"));
+        await store.putGoal(goal("s3", 4, { status_reason: "blocked" }, "blocked"));
+        const s1 = goal("s1", 3, { tokens_used: 5, turns_used: 1, turn_id: "t1", run_started_at: 2.5 });
+        await store.putGoal(s1);
+        expect(await store.getGoal("s1")).toEqual(s1);
+        expect((await store.listGoals()).map((g) => g.session_id)).toEqual(["s2", "s1", "s3"]);
+        expect(await store.listGoals("active")).toEqual([s1]);
+        expect((await store.listGoals("paused")).map((g) => g.session_id)).toEqual(["s2"]);
+        expect(await store.listGoals("complete")).toEqual([]);
+        expect(await store.deleteGoal("s1")).toBe(true);
+        expect(await store.deleteGoal("s1")).toBe(false);
+        expect(await store.getGoal("s1")).toBeUndefined();
+        expect(await store.listGoals()).toHaveLength(2);
+        expect(await store.listGoals("active")).toEqual([]);
+      });
+
+      it("requires an existing session", async () => {
+        await expect(store.putGoal(goal("nope"))).rejects.toThrow();
+        expect(await store.getGoal("nope")).toBeUndefined();
+      });
+    });
+
+    describe("idempotency", () => {
+      it("round-trips and replaces", async () => {
+        expect(await store.getIdempotency("scope", "k")).toBeUndefined();
+        const r = idem("scope", "k", {
+          body_hash: "h1",
+          status: 201,
+          response: { id: "x", n: [1] },
+          created_at: 5,
+        });
+        await store.putIdempotency(r);
+        expect(await store.getIdempotency("scope", "k")).toEqual(r);
+        expect(await store.getIdempotency("other", "k")).toBeUndefined();
+        const r2 = { ...r, body_hash: "h2", status: 409, response: null };
+        await store.putIdempotency(r2);
+        expect(await store.getIdempotency("scope", "k")).toEqual(r2);
+        await store.putIdempotency({ ...r, key: "k2", response: "text" });
+        expect((await store.getIdempotency("scope", "k2"))?.response).toBe("text");
+      });
+
+      it("expires keys recorded before a time", async () => {
+        await store.putIdempotency(idem("a", "k1", { created_at: 10 }));
+        await store.putIdempotency(idem("a", "k2", { created_at: 20 }));
+        await store.putIdempotency(idem("b", "k1", { created_at: 30 }));
+        expect(await store.expireIdempotency(10)).toBe(0); // strictly before
+        expect(await store.expireIdempotency(25)).toBe(2);
+        expect(await store.getIdempotency("a", "k1")).toBeUndefined();
+        expect(await store.getIdempotency("a", "k2")).toBeUndefined();
+        expect(await store.getIdempotency("b", "k1")).toEqual(idem("b", "k1", { created_at: 30 }));
+        expect(await store.expireIdempotency(25)).toBe(0);
+        expect(await store.expireIdempotency(1e12)).toBe(1);
+      });
+    });
+
+    describe("delete cascade", () => {
+      it("deleting a session removes its turns, items, events, goal and idempotency rows only", async () => {
+        for (const sid of ["s1", "s2"]) {
+          await store.insertSession(session(sid));
+          await store.insertTurn(turn(sid, "t1"));
+          await store.appendEvents(sid, [startItem("t1", threadItem("i1")), newEvent()]);
+          await store.putGoal(goal(sid));
+          await store.putIdempotency(idem(sid, "k"));
+        }
+        await store.putIdempotency(idem("global", "k"));
+
+        expect(await store.deleteSession("s1")).toBe(true);
+        expect(await store.getSession("s1")).toBeUndefined();
+        expect(await store.getTurn("s1", "t1")).toBeUndefined();
+        expect((await store.listTurns("s1", {})).data).toEqual([]);
+        expect(await items("s1")).toEqual([]);
+        expect(await store.readEvents("s1", 0, 100)).toEqual([]);
+        expect(await store.lastEventSeq("s1")).toBe(0);
+        expect(await store.firstEventSeqOfTurn("s1", "t1")).toBeUndefined();
+        expect(await store.getGoal("s1")).toBeUndefined();
+        expect(await store.getIdempotency("s1", "k")).toBeUndefined();
+
+        // the other session and unrelated rows are untouched
+        expect(await store.getSession("s2")).toBeDefined();
+        expect(await store.getTurn("s2", "t1")).toBeDefined();
+        expect(await items("s2")).toHaveLength(1);
+        expect(await store.lastEventSeq("s2")).toBe(2);
+        expect(await store.getGoal("s2")).toBeDefined();
+        expect(await store.getIdempotency("s2", "k")).toBeDefined();
+        expect(await store.getIdempotency("global", "k")).toBeDefined();
+      });
+
+      it("a re-created session starts over at seq 1 and ordinal 0", async () => {
+        await store.insertSession(session("s1"));
+        await store.appendEvents("s1", [newEvent(), newEvent(), startItem("t", threadItem("i"))]);
+        await store.deleteSession("s1");
+        await store.insertSession(session("s1"));
+        expect(await store.lastEventSeq("s1")).toBe(0);
+        const [a, b] = await store.appendEvents("s1", [newEvent(), startItem("t", threadItem("i"))]);
+        expect(a!.event.seq).toBe(1);
+        expect(b!.ordinal).toBe(0);
+      });
+
+      it("deleting inside a transaction that rolls back keeps the session's log", async () => {
+        await store.insertSession(session("s1"));
+        await store.appendEvents("s1", [newEvent(), startItem("t", threadItem("i"))]);
+        await expect(
+          store.transaction(async (tx) => {
+            expect(await tx.deleteSession("s1")).toBe(true);
+            throw new Error("rollback");
+          }),
+        ).rejects.toThrow("rollback");
+        expect(await store.lastEventSeq("s1")).toBe(2);
+        const [a] = await store.appendEvents("s1", [startItem("t", threadItem("i2"))]);
+        expect([a!.event.seq, a!.ordinal]).toEqual([3, 1]);
+      });
+    });
+
+    describe("transaction", () => {
+      it("commits on success (across awaits) and returns the value", async () => {
+        const v = await store.transaction(async (tx) => {
+          await tx.insertAgent(agent("a1"));
+          await new Promise<void>((r) => setImmediate(r));
+          await tx.insertAgent(agent("a2"));
+          expect(await tx.getAgent("a1")).toBeDefined(); // reads see the transaction's own writes
+          return 42;
+        });
+        expect(v).toBe(42);
+        expect((await store.listAgents({ project_id: P1 })).data).toHaveLength(2);
+      });
+
+      it("rolls everything back on error", async () => {
+        await expect(
+          store.transaction(async (tx) => {
+            await tx.insertAgent(agent("a1"));
+            await tx.insertSession(session("s1"));
+            await tx.insertAgent(agent("a1"));
+          }),
+        ).rejects.toThrow();
+        expect(await store.getAgent("a1")).toBeUndefined();
+        expect(await store.getSession("s1")).toBeUndefined();
+      });
+
+      it("rolls back patches, claims, goals, keys and idempotency rows", async () => {
+        await store.insertSession(session("s1"));
+        await expect(
+          store.transaction(async (tx) => {
+            expect(await tx.claimSession("s1", "t1", { status: "in_progress" })).toBeDefined();
+            await tx.updateSession("s1", { name: "renamed" });
+            await tx.putGoal(goal("s1"));
+            await tx.insertKey(apiKey("k1"));
+            await tx.putIdempotency(idem("s1", "k"));
+            throw new Error("no");
+          }),
+        ).rejects.toThrow("no");
+        expect(await store.getSession("s1")).toEqual(session("s1"));
+        expect(await store.getGoal("s1")).toBeUndefined();
+        expect(await store.hasActiveKeys()).toBe(false);
+        expect(await store.getIdempotency("s1", "k")).toBeUndefined();
+        expect(await store.claimSession("s1", "t2", {})).toMatchObject({ active_turn_id: "t2" });
+      });
+
+      for (const outcome of ["commits", "rolls back"] as const) {
+        it(`a write issued outside while a transaction spans awaits lands after it (the transaction ${outcome})`, async () => {
+          let release!: () => void;
+          const gate = new Promise<void>((r) => {
+            release = r;
+          });
+          let entered!: () => void;
+          const inside = new Promise<void>((r) => {
+            entered = r;
+          });
+          const order: string[] = [];
+          const tx = store.transaction(async (q) => {
+            await q.insertAgent(agent("in_tx", 100));
+            entered();
+            await gate;
+            // the outside write has been issued, and is not part of this transaction
+            expect(await q.getAgent("outside")).toBeUndefined();
+            if (outcome === "rolls back") throw new Error("rollback");
+            return "ok";
+          });
+          const txDone = tx.then(
+            () => order.push("tx"),
+            () => order.push("tx"),
+          );
+          await inside;
+          const outside = store.insertAgent(agent("outside", 100)).then(() => order.push("outside"));
+          expect(await settledSoon(outside)).toBe(false); // waits for the transaction
+          release();
+          if (outcome === "rolls back") await expect(tx).rejects.toThrow("rollback");
+          else expect(await tx).toBe("ok");
+          await Promise.all([txDone, outside]);
+          expect(order).toEqual(["tx", "outside"]);
+
+          expect(await store.getAgent("outside")).toEqual(agent("outside", 100));
+          const listed = ids((await store.listAgents({ project_id: P1, order: "asc" })).data);
+          expect(listed).toEqual(outcome === "commits" ? ["in_tx", "outside"] : ["outside"]);
+        });
+      }
+
+      it("transactions run one after another", async () => {
+        await store.insertSession(session("s1"));
+        const run = (n: number) =>
+          store.transaction(async (tx) => {
+            const last = await tx.lastEventSeq("s1");
+            await new Promise<void>((r) => setImmediate(r));
+            const [a] = await tx.appendEvents("s1", [newEvent(delta(n))]);
+            expect(a!.event.seq).toBe(last + 1);
+            return a!.event.seq;
+          });
+        const got = await Promise.all([run(1), run(2), run(3), run(4)]);
+        expect(got).toEqual([1, 2, 3, 4]);
+        expect(await seqsOf("s1")).toEqual([1, 2, 3, 4]);
+      });
+    });
+  });
+}
