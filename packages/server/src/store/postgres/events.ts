@@ -1,0 +1,72 @@
+import type { Appended, EventRecord, NewEvent, Queries } from "../types.js";
+import { json, type PgDb } from "./db.js";
+import { planItemWrites } from "./items.js";
+
+/** jsonb data comes back parsed; type and data are a LogEvent as it was appended. */
+const COLS = "session_id, seq, type, turn_id, created_at, data";
+
+interface AppendRow {
+  base_seq: number;
+  item_index: number[];
+  item_ordinal: number[];
+}
+
+export type EventQueries = Pick<
+  Queries,
+  "appendEvents" | "readEvents" | "lastEventSeq" | "firstEventSeqOfTurn"
+>;
+
+export function eventQueries(db: PgDb): EventQueries {
+  return {
+    async appendEvents(sessionId, events) {
+      if (events.length === 0) return [];
+      // The whole batch is one statement (one round trip; one transaction unless inside one): append_events()
+      // locks the session row, takes seqs and ordinals from its counters and writes events and items.
+      const res = await db.row<AppendRow>(
+        "SELECT base_seq, item_index, item_ordinal FROM append_events($1, $2::jsonb, $3::jsonb)",
+        [
+          sessionId,
+          json(
+            events.map((e) => ({
+              type: e.event.type,
+              turn_id: e.turn_id,
+              created_at: e.created_at,
+              data: e.event.data,
+            })),
+          ),
+          json(planItemWrites(events)),
+        ],
+      );
+      if (!res) throw new Error("append_events returned nothing");
+      const ordinals = new Map(res.item_index.map((i, k) => [i, res.item_ordinal[k]!]));
+      return events.map((e: NewEvent, i): Appended => {
+        const event = {
+          ...e.event,
+          session_id: sessionId,
+          seq: res.base_seq + i + 1,
+          turn_id: e.turn_id,
+          created_at: e.created_at,
+        } as EventRecord;
+        return { event, ordinal: ordinals.get(i) ?? null };
+      });
+    },
+    async readEvents(sessionId, afterSeq, limit) {
+      if (limit <= 0) return [];
+      return db.rows<EventRecord>(
+        `SELECT ${COLS} FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq ASC LIMIT $3`,
+        [sessionId, afterSeq, Math.trunc(limit)],
+      );
+    },
+    async lastEventSeq(sessionId) {
+      return (await db.value<number>("SELECT last_seq FROM sessions WHERE id = $1", [sessionId])) ?? 0;
+    },
+    async firstEventSeqOfTurn(sessionId, turnId) {
+      return (
+        (await db.value<number>("SELECT min(seq) FROM events WHERE session_id = $1 AND turn_id = $2", [
+          sessionId,
+          turnId,
+        ])) ?? undefined
+      );
+    },
+  };
+}

@@ -1,0 +1,107 @@
+/**
+ * The PostgreSQL store (`pg`; migrated on open). One module per table, as for SQLite; this file opens the pool and
+ * composes them. Several instances may share one database:
+ * - migrations run under an advisory lock (exactly once, see migrations.ts);
+ * - seq and ordinal come from counters on the sessions row, bumped by append_events() under the row lock, so
+ *   appends to one session are serialised across instances and numbered without gaps or duplicates;
+ * - claimSession is one conditional UPDATE.
+ * Operations outside a transaction run on the pool (each statement its own transaction); `transaction(fn)` runs fn
+ * on one client between BEGIN and COMMIT/ROLLBACK. Unlike SQLite, writes from outside are not queued behind an open
+ * transaction: they run beside it (READ COMMITTED), and row locks order conflicting writes.
+ */
+import pg from "pg";
+import type { Queries, Store } from "../types.js";
+import { agentQueries } from "./agents.js";
+import { PG_TYPES, PgDb } from "./db.js";
+import { eventQueries } from "./events.js";
+import { goalQueries } from "./goals.js";
+import { idempotencyQueries } from "./idempotency.js";
+import { itemQueries } from "./items.js";
+import { keyQueries } from "./keys.js";
+import { type Migrated, migrate } from "./migrations.js";
+import { sessionQueries } from "./sessions.js";
+import { turnQueries } from "./turns.js";
+
+export { MIGRATION_LOCK_KEY, MIGRATIONS, type Migrated, migrate, SCHEMA_VERSION } from "./migrations.js";
+
+export interface PostgresStoreOptions {
+  /** Pool settings (max connections, timeouts, …); the connection string and type parsers are the store's. */
+  pool?: Omit<pg.PoolConfig, "connectionString" | "types">;
+  /** Errors of idle pooled connections (the pool replaces them); ignored by default. */
+  onPoolError?: (err: Error) => void;
+}
+
+/** The scale-out store: the Store interface, the pool (for operations and tests) and what opening migrated. */
+export type PostgresStore = Store & {
+  readonly pool: pg.Pool;
+  readonly migrated: Migrated;
+};
+
+const queries = (db: PgDb): Queries => ({
+  ...keyQueries(db),
+  ...agentQueries(db),
+  ...sessionQueries(db),
+  ...turnQueries(db),
+  ...itemQueries(db),
+  ...eventQueries(db),
+  ...goalQueries(db),
+  ...idempotencyQueries(db),
+});
+
+export const PostgresStore = {
+  /** Connects to `url` (postgres://…) and migrates the database to the current schema. */
+  async open(url: string, opts: PostgresStoreOptions = {}): Promise<PostgresStore> {
+    const pool = new pg.Pool({ ...opts.pool, connectionString: url, types: PG_TYPES });
+    pool.on("error", opts.onPoolError ?? (() => undefined));
+    let migrated: Migrated;
+    try {
+      migrated = await migrate(pool);
+    } catch (err) {
+      await pool.end();
+      throw err;
+    }
+    return compose(pool, migrated);
+  },
+};
+
+function compose(pool: pg.Pool, migrated: Migrated): PostgresStore {
+  let closed: Promise<void> | undefined;
+  return {
+    ...queries(new PgDb(pool)),
+    kind: "postgres",
+    pool,
+    migrated,
+    async transaction<T>(fn: (tx: Queries) => Promise<T>): Promise<T> {
+      const client = await pool.connect();
+      const db = new PgDb(client, true);
+      let broken: Error | undefined;
+      try {
+        await client.query("BEGIN");
+        let result: T;
+        try {
+          result = await fn(queries(db));
+          await db.finish();
+        } catch (err) {
+          await db.finish();
+          await client.query("ROLLBACK").catch((e: Error) => {
+            broken = e;
+          });
+          throw err;
+        }
+        await client.query("COMMIT");
+        return result;
+      } catch (err) {
+        // a failed BEGIN/COMMIT leaves the connection in doubt: drop it rather than reuse it
+        if (client.getTransactionStatus() !== "I")
+          broken ??= err instanceof Error ? err : new Error(String(err));
+        throw err;
+      } finally {
+        client.release(broken);
+      }
+    },
+    close() {
+      closed ??= pool.end();
+      return closed;
+    },
+  };
+}

@@ -1,0 +1,242 @@
+/**
+ * PostgreSQL schema migrations: an ordered list of SQL steps. Step i (0-based) brings the database to version i + 1,
+ * recorded as a row of `schema_version`. Only append new steps; never edit a released one.
+ *
+ * The schema means what the SQLite one means (see ../sqlite/migrations.ts at its latest version); the differences
+ * are PostgreSQL's: jsonb for JSON, double precision Unix seconds, bigserial rids, identifiers in the "C" collation
+ * (byte order, as in SQLite), and the per-session log counters `last_seq` / `last_ordinal` kept on the sessions row,
+ * whose row lock serialises appends to a session across instances (see append_events).
+ */
+import type pg from "pg";
+
+export const MIGRATIONS: readonly string[] = [
+  // 1: the schema of SQLite version 2 (projects, API keys, item states), the log counters and append_events()
+  `
+  CREATE TABLE agents (
+    rid bigserial PRIMARY KEY,
+    id text COLLATE "C" NOT NULL UNIQUE,
+    project_id text COLLATE "C" NOT NULL,
+    created_at double precision NOT NULL,
+    updated_at double precision NOT NULL,
+    name text,
+    model text NOT NULL,
+    instructions text,
+    tools jsonb NOT NULL,
+    metadata jsonb NOT NULL,
+    extra jsonb NOT NULL
+  );
+  CREATE INDEX agents_project_created ON agents (project_id, created_at, rid);
+
+  -- Updated on every append (the counters): room on each page for HOT updates (no indexed column changes).
+  CREATE TABLE sessions (
+    rid bigserial PRIMARY KEY,
+    id text COLLATE "C" NOT NULL UNIQUE,
+    project_id text COLLATE "C" NOT NULL,
+    created_at double precision NOT NULL,
+    updated_at double precision NOT NULL,
+    last_active_at double precision NOT NULL,
+    status text NOT NULL,
+    agent_id text COLLATE "C",
+    name text,
+    model text NOT NULL,
+    instructions text,
+    tools jsonb NOT NULL,
+    metadata jsonb NOT NULL,
+    thread_id text,
+    workspace text NOT NULL,
+    usage jsonb NOT NULL,
+    error text,
+    active_turn_id text COLLATE "C",
+    extra jsonb NOT NULL,
+    -- the last event seq (0: none) and item ordinal (-1: none) of the session
+    last_seq bigint NOT NULL DEFAULT 0,
+    last_ordinal bigint NOT NULL DEFAULT -1
+  ) WITH (fillfactor = 80);
+  CREATE INDEX sessions_project_created ON sessions (project_id, created_at, rid);
+  CREATE INDEX sessions_project_agent ON sessions (project_id, agent_id, created_at, rid);
+  CREATE INDEX sessions_metadata ON sessions USING gin (metadata jsonb_path_ops);
+  CREATE INDEX sessions_idle ON sessions (last_active_at, rid) WHERE status = 'idle' AND active_turn_id IS NULL;
+  CREATE INDEX sessions_busy ON sessions (rid)
+    WHERE status IN ('in_progress', 'requires_action') OR active_turn_id IS NOT NULL;
+
+  CREATE TABLE turns (
+    rid bigserial PRIMARY KEY,
+    session_id text COLLATE "C" NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    id text COLLATE "C" NOT NULL,
+    created_at double precision NOT NULL,
+    started_at double precision,
+    completed_at double precision,
+    status text NOT NULL,
+    input jsonb NOT NULL,
+    error jsonb,
+    usage jsonb,
+    goal jsonb,
+    UNIQUE (session_id, id)
+  );
+  CREATE INDEX turns_session_created ON turns (session_id, created_at, rid);
+  CREATE INDEX turns_session_status ON turns (session_id, status, created_at, rid);
+
+  CREATE TABLE items (
+    session_id text COLLATE "C" NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    ordinal bigint NOT NULL,
+    turn_id text COLLATE "C" NOT NULL,
+    id text COLLATE "C" NOT NULL,
+    type text NOT NULL,
+    state text NOT NULL,
+    created_at double precision NOT NULL,
+    data jsonb NOT NULL,
+    PRIMARY KEY (session_id, ordinal)
+  );
+  CREATE INDEX items_turn ON items (session_id, turn_id, ordinal);
+  CREATE INDEX items_id ON items (session_id, id, ordinal);
+  CREATE INDEX items_open ON items (session_id, turn_id) WHERE state = 'started';
+
+  CREATE TABLE events (
+    session_id text COLLATE "C" NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    seq bigint NOT NULL,
+    type text NOT NULL,
+    turn_id text COLLATE "C",
+    created_at double precision NOT NULL,
+    data jsonb NOT NULL,
+    PRIMARY KEY (session_id, seq)
+  );
+  CREATE INDEX events_turn ON events (session_id, turn_id, seq);
+
+  -- one JSON document per session (read and written whole)
+  CREATE TABLE goals (
+    session_id text COLLATE "C" PRIMARY KEY REFERENCES sessions (id) ON DELETE CASCADE,
+    data jsonb NOT NULL,
+    updated_at double precision NOT NULL
+  );
+
+  CREATE TABLE idempotency (
+    scope text COLLATE "C" NOT NULL,
+    key text COLLATE "C" NOT NULL,
+    body_hash text NOT NULL,
+    status integer NOT NULL,
+    response jsonb NOT NULL,
+    created_at double precision NOT NULL,
+    PRIMARY KEY (scope, key)
+  );
+  CREATE INDEX idempotency_created ON idempotency (created_at);
+
+  CREATE TABLE api_keys (
+    id text COLLATE "C" PRIMARY KEY,
+    project_id text COLLATE "C" NOT NULL,
+    hash text NOT NULL,
+    salt text NOT NULL,
+    admin boolean NOT NULL,
+    created_at double precision NOT NULL,
+    revoked_at double precision
+  );
+
+  -- Appends a batch of events (and their item writes) to a session's log in one statement: the whole batch is one
+  -- round trip, and one transaction when called outside one.
+  --   p_events: [{type, turn_id, created_at, data}] in log order; seqs last_seq + 1, + 2, …
+  --   p_items: the batch's item writes after merging those that target an item written earlier in the same batch
+  --     (see events.ts): [{i, turn_id, id, type, state, created_at, data, lookup}], i the index of the event in
+  --     p_events. lookup = false: insert (a start). lookup = true (a finish): update the turn's latest stored item
+  --     with that id, or insert when there is none. Inserted items take ordinals last_ordinal + 1, + 2, … in
+  --     event order.
+  -- Returns the seq before the batch and, for each inserted item, its event index and ordinal.
+  -- The session row is locked first (FOR NO KEY UPDATE: other transactions can still insert rows referencing
+  -- the session); the statements after it take a fresh snapshot (READ COMMITTED, a volatile function), so they see
+  -- everything an earlier append of this session committed, whichever instance made it.
+  CREATE FUNCTION append_events(p_session text, p_events jsonb, p_items jsonb,
+                                OUT base_seq bigint, OUT item_index integer[], OUT item_ordinal bigint[])
+  LANGUAGE plpgsql AS $fn$
+  DECLARE
+    v_count bigint := jsonb_array_length(p_events);
+    v_ord bigint;
+  BEGIN
+    SELECT s.last_seq, s.last_ordinal INTO base_seq, v_ord FROM sessions s WHERE s.id = p_session
+      FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+      RAISE EXCEPTION 'append_events: no session %', p_session USING ERRCODE = 'foreign_key_violation';
+    END IF;
+    WITH w AS (
+      SELECT * FROM jsonb_to_recordset(p_items) AS x(i integer, turn_id text, id text, type text, state text,
+                                                     created_at double precision, data jsonb, lookup boolean)
+    ), t AS (
+      SELECT w.*, CASE WHEN w.lookup THEN (
+          SELECT max(it.ordinal) FROM items it
+          WHERE it.session_id = p_session AND it.id = w.id AND it.turn_id = w.turn_id
+        ) END AS target
+      FROM w
+    ), ins AS (
+      SELECT t.*, v_ord + row_number() OVER (ORDER BY t.i) AS ord FROM t WHERE t.target IS NULL
+    ), upd AS (
+      UPDATE items it SET state = t.state, type = t.type, data = t.data FROM t
+      WHERE t.target IS NOT NULL AND it.session_id = p_session AND it.ordinal = t.target
+    ), ins_items AS (
+      INSERT INTO items (session_id, ordinal, turn_id, id, type, state, created_at, data)
+      SELECT p_session, ins.ord, ins.turn_id, ins.id, ins.type, ins.state, ins.created_at, ins.data FROM ins
+    ), ins_events AS (
+      INSERT INTO events (session_id, seq, type, turn_id, created_at, data)
+      SELECT p_session, base_seq + e.n, e.v->>'type', e.v->>'turn_id', (e.v->>'created_at')::double precision,
+             e.v->'data'
+      FROM jsonb_array_elements(p_events) WITH ORDINALITY AS e(v, n)
+    ), bump AS (
+      UPDATE sessions s SET last_seq = base_seq + v_count, last_ordinal = v_ord + (SELECT count(*) FROM ins)
+      WHERE s.id = p_session
+    )
+    SELECT coalesce(array_agg(ins.i ORDER BY ins.i), '{}'), coalesce(array_agg(ins.ord ORDER BY ins.i), '{}')
+      INTO item_index, item_ordinal FROM ins;
+  END
+  $fn$;
+  `,
+];
+
+/** The schema version this build expects. */
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/** The advisory lock every instance takes to migrate (a fixed key: "cas-migr"). */
+export const MIGRATION_LOCK_KEY = 0x6361732d6d696772n;
+
+export interface Migrated {
+  /** The version found (0: an empty database). */
+  from: number;
+  to: number;
+}
+
+/**
+ * Applies every pending step in one transaction, after taking the migration lock, so several instances starting
+ * at once migrate exactly once (the others wait, then find nothing to do). Refuses a database written by a newer
+ * build.
+ */
+export async function migrate(pool: pg.Pool): Promise<Migrated> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query("BEGIN");
+    try {
+      await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK_KEY.toString()]);
+      await client.query(
+        "CREATE TABLE IF NOT EXISTS schema_version (version integer PRIMARY KEY, applied_at double precision NOT NULL)",
+      );
+      const res = await client.query<{ v: number | null }>("SELECT max(version) AS v FROM schema_version");
+      const from = res.rows[0]?.v ?? 0;
+      if (from > MIGRATIONS.length) {
+        throw new Error(
+          `database schema version ${from} is newer than this build supports (${MIGRATIONS.length})`,
+        );
+      }
+      for (let v = from; v < MIGRATIONS.length; v++) {
+        await client.query(MIGRATIONS[v]!);
+        await client.query("INSERT INTO schema_version (version, applied_at) VALUES ($1, $2)", [
+          v + 1,
+          Date.now() / 1000,
+        ]);
+      }
+      await client.query("COMMIT");
+      return { from, to: MIGRATIONS.length };
+    } catch (err) {
+      await client.query("ROLLBACK").catch((e: Error) => {
+        broken = e;
+      });
+      throw err;
+    }
+  } finally {
+    client.release(broken);
+  }
+}
