@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import Database from "better-sqlite3";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { MIGRATIONS, SqliteStore } from "../src/store/sqlite/index.js";
 import type { NewEvent } from "../src/store/types.js";
 import {
@@ -28,6 +28,94 @@ const tmpFile = () => join(tmpRoot, `nested-${++fileCounter}`, "dir", "store.db"
 
 storeContract("sqlite :memory:", async () => SqliteStore.open(":memory:"));
 storeContract("sqlite file", async () => SqliteStore.open(tmpFile()));
+
+/** Resolves with whether `p` settled before the event loop's next macrotask (a pending write stays pending). */
+async function settledSoon(p: Promise<unknown>): Promise<boolean> {
+  let settled = false;
+  p.then(
+    () => {
+      settled = true;
+    },
+    () => {
+      settled = true;
+    },
+  );
+  await new Promise<void>((r) => setImmediate(r));
+  return settled;
+}
+
+/**
+ * SQLite has one writer: while a transaction is open, other writes queue behind it and transactions run one after
+ * another, in call order (PostgreSQL runs them side by side; the contract checks what both guarantee).
+ */
+function sqliteWriteOrder(name: string, open: () => SqliteStore): void {
+  describe(`SqliteStore write order: ${name}`, () => {
+    let store: SqliteStore;
+    beforeEach(() => {
+      store = open();
+    });
+    afterEach(async () => {
+      await store.close();
+    });
+
+    for (const outcome of ["commits", "rolls back"] as const) {
+      it(`a write issued outside while a transaction spans awaits lands after it (the transaction ${outcome})`, async () => {
+        let release!: () => void;
+        const gate = new Promise<void>((r) => {
+          release = r;
+        });
+        let entered!: () => void;
+        const inside = new Promise<void>((r) => {
+          entered = r;
+        });
+        const order: string[] = [];
+        const tx = store.transaction(async (q) => {
+          await q.insertAgent(agent("in_tx", 100));
+          entered();
+          await gate;
+          // the outside write has been issued, and is not part of this transaction
+          expect(await q.getAgent("outside")).toBeUndefined();
+          if (outcome === "rolls back") throw new Error("rollback");
+          return "ok";
+        });
+        const txDone = tx.then(
+          () => order.push("tx"),
+          () => order.push("tx"),
+        );
+        await inside;
+        const outside = store.insertAgent(agent("outside", 100)).then(() => order.push("outside"));
+        expect(await settledSoon(outside)).toBe(false); // waits for the transaction
+        release();
+        if (outcome === "rolls back") await expect(tx).rejects.toThrow("rollback");
+        else expect(await tx).toBe("ok");
+        await Promise.all([txDone, outside]);
+        expect(order).toEqual(["tx", "outside"]);
+
+        expect(await store.getAgent("outside")).toEqual(agent("outside", 100));
+        const listed = ids((await store.listAgents({ project_id: P1, order: "asc" })).data);
+        expect(listed).toEqual(outcome === "commits" ? ["in_tx", "outside"] : ["outside"]);
+      });
+    }
+
+    it("transactions run one after another", async () => {
+      await store.insertSession(session("s1"));
+      const run = (n: number) =>
+        store.transaction(async (tx) => {
+          const last = await tx.lastEventSeq("s1");
+          await new Promise<void>((r) => setImmediate(r));
+          const [a] = await tx.appendEvents("s1", [newEvent(delta(n))]);
+          expect(a!.event.seq).toBe(last + 1);
+          return a!.event.seq;
+        });
+      const got = await Promise.all([run(1), run(2), run(3), run(4)]);
+      expect(got).toEqual([1, 2, 3, 4]);
+      expect((await store.readEvents("s1", 0, 1000)).map((e) => e.seq)).toEqual([1, 2, 3, 4]);
+    });
+  });
+}
+
+sqliteWriteOrder("sqlite :memory:", () => SqliteStore.open(":memory:"));
+sqliteWriteOrder("sqlite file", () => SqliteStore.open(tmpFile()));
 
 describe("SqliteStore file persistence", () => {
   it("keeps data across close and reopen; seq and ordinals continue", async () => {
