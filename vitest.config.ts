@@ -13,6 +13,7 @@ export default defineConfig({
   },
   test: {
     include: ["packages/*/test/**/*.test.ts"],
+    globalSetup: ["./scripts/build-before-tests.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",

@@ -41,7 +41,8 @@ export function buildApp(core: Core): App {
     loggerInstance: core.logger as FastifyBaseLogger,
     bodyLimit: core.config.bodyLimitBytes,
     return503OnClosing: true,
-    forceCloseConnections: false,
+    // On close, idle keep-alive connections are dropped at once; streams still being written end on their own.
+    forceCloseConnections: "idle",
     // Artifact ids are base64url paths: long paths must stay reachable (the default cap is 100).
     routerOptions: { maxParamLength: 4096, constraints: { dialect: dialectConstraint } },
     // Malformed URLs and the like get the dialect's error shape too.

@@ -89,6 +89,9 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         await core.runner.abortAll("server shutting down");
         await core.hub.drain();
         core.hub.closeAll();
+        // Every stream has ended; what is left are idle keep-alive connections (some opened after the close
+        // began, answered 503): don't wait for their clients to hang up.
+        app.server.closeAllConnections();
         await closing;
         await engines.close();
         await store.close();

@@ -108,20 +108,27 @@ function parseLogs(text: string): Array<Record<string, unknown>> {
   return out;
 }
 
+export interface CliServerOptions extends SpawnOptions {
+  /** A model outside the server (e.g. a mock in the test process, so it outlives a killed server). */
+  modelUrl?: string;
+}
+
 /**
- * Starts `serve --mock-model --port 0 --data-dir <dataDir> …args` and waits for it to listen and for /health.
- * The port is read from the "listening" log line.
+ * Starts `serve --port 0 --data-dir <dataDir> …args` with the in-process mock model (or `opts.modelUrl`) and waits
+ * for it to listen and for /health. The port is read from the "listening" log line.
  */
 export async function startCliServer(
   dataDir: string,
   args: string[] = [],
   env: Record<string, string> = {},
-  opts: SpawnOptions = {},
+  opts: CliServerOptions = {},
 ): Promise<CliServer> {
+  const { modelUrl, ...spawnOpts } = opts;
+  const model = modelUrl ? ["--model-base-url", modelUrl, "--model", "mock-model"] : ["--mock-model"];
   const p = spawnCli(
-    ["--mock-model", "--port", "0", "--data-dir", dataDir, ...args],
-    { LOG_LEVEL: "info", ...env },
-    opts,
+    [...model, "--port", "0", "--data-dir", dataDir, ...args],
+    { LOG_LEVEL: "info", ...(modelUrl ? { OPENAI_API_KEY: "dummy" } : {}), ...env },
+    spawnOpts,
   );
   const logs = () => parseLogs(p.stdout());
   let early: Exit | null = null;

@@ -1,10 +1,16 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { MockResponsesServer } from "@codex-agent-api/testkit";
 import pino from "pino";
+import { buildApp } from "../src/app.js";
 import { type Config, loadConfig } from "../src/config.js";
+import { type Core, createCore } from "../src/core.js";
+import type { Engines } from "../src/engine/types.js";
+import type { App } from "../src/http/app-types.js";
 import { type Service, startService } from "../src/service.js";
+import { SqliteStore } from "../src/store/sqlite/index.js";
+import type { Clock } from "../src/util/clock.js";
 
 export interface ServerFixture {
   service: Service;
@@ -30,7 +36,7 @@ export interface ServerFixture {
  * `args` are CLI flags, `env` extra environment for config parsing.
  */
 export async function startServer(
-  opts: { args?: string[]; env?: Record<string, string>; dataDir?: string } = {},
+  opts: { args?: string[]; env?: Record<string, string>; dataDir?: string; clock?: Clock } = {},
 ): Promise<ServerFixture> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), "cas-test-"));
   const config = loadConfig(
@@ -41,6 +47,7 @@ export async function startServer(
   const service = await startService(config, {
     logger: pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" }),
     mockCapture: true,
+    ...(opts.clock ? { clock: opts.clock } : {}),
   });
   const url = service.url;
   const request = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
@@ -68,52 +75,7 @@ export async function startServer(
   };
 }
 
-export interface SseEvent {
-  id: string | null;
-  event: string | null;
-  data: Record<string, unknown>;
-}
-
-/** One SSE block; null for comments (keep-alives) and `[DONE]`. */
-export function parseSseBlock(block: string): SseEvent | null {
-  let id: string | null = null;
-  let event: string | null = null;
-  const data: string[] = [];
-  for (const line of block.split("\n")) {
-    if (line.startsWith("id: ")) id = line.slice(4);
-    else if (line.startsWith("event: ")) event = line.slice(7);
-    else if (line.startsWith("data: ")) data.push(line.slice(6));
-  }
-  if (data.length === 0 || data[0] === "[DONE]") return null;
-  return { id, event, data: JSON.parse(data.join("\n")) as Record<string, unknown> };
-}
-
-/** Reads an SSE response to its end (or until `stop` says so), parsing frames. */
-export async function readSse(res: Response, stop?: (e: SseEvent) => boolean): Promise<SseEvent[]> {
-  const events: SseEvent[] = [];
-  const reader = res.body!.getReader();
-  const decoder = new TextDecoder();
-  let buffer = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += decoder.decode(value, { stream: true });
-    let idx = buffer.indexOf("\n\n");
-    while (idx >= 0) {
-      const block = buffer.slice(0, idx);
-      buffer = buffer.slice(idx + 2);
-      idx = buffer.indexOf("\n\n");
-      const e = parseSseBlock(block);
-      if (!e) continue;
-      events.push(e);
-      if (stop?.(e)) {
-        await reader.cancel();
-        return events;
-      }
-    }
-  }
-  return events;
-}
+export { readSse, type SseEvent } from "./sse-client.js";
 
 /** Waits until `check` returns a truthy value (polling with a short interval), or throws after `timeoutMs`. */
 export async function waitFor<T>(
@@ -132,4 +94,107 @@ export async function waitFor<T>(
 
 export function cleanup(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
+}
+
+/** Engines for tests that never reach one (validation, error shapes): any use is a test bug. */
+export function stubEngines(): Engines {
+  const refuse = () => Promise.reject(new Error("this test has no engine"));
+  return {
+    lease: refuse,
+    call: refuse,
+    forget: () => {},
+    killEngine: () => undefined,
+    stats: () => [],
+    warm: async () => {},
+    close: async () => {},
+  };
+}
+
+export interface AppFixture {
+  app: App;
+  core: Core;
+  /** A base URL for building request URLs (requests go through `app.inject`, no socket). */
+  url: string;
+  dataDir: string;
+  workspace: string;
+  config: Config;
+  /** `fetch` served by `app.inject` (for the official SDK's `fetch` option). */
+  fetch: typeof fetch;
+  request(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Response>;
+  json<T = Record<string, unknown>>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: T }>;
+  close(): Promise<void>;
+}
+
+/**
+ * The HTTP app alone: an in-memory store, no engine and no model (a turn would fail at once saying no model is
+ * configured), requests through `app.inject`. For validation and error-shape suites.
+ */
+export async function startApp(
+  opts: { args?: string[]; env?: Record<string, string> } = {},
+): Promise<AppFixture> {
+  const dataDir = mkdtempSync(join(tmpdir(), "cas-app-"));
+  const config = loadConfig(
+    ["--port", "0", "--data-dir", dataDir, ...(opts.args ?? [])],
+    { ...opts.env },
+    dataDir,
+  );
+  mkdirSync(config.workspaceRoot, { recursive: true });
+  const store = SqliteStore.open(":memory:");
+  const core = createCore(config, { store, engines: stubEngines(), logger: pino({ level: "silent" }) });
+  const app = buildApp(core);
+  await app.ready();
+  const url = "http://localhost";
+  const injectFetch: typeof fetch = async (input, init) => {
+    const target = new URL(typeof input === "string" || input instanceof URL ? input.toString() : input.url);
+    const headers: Record<string, string> = {};
+    new Headers(init?.headers).forEach((v, k) => {
+      headers[k] = v;
+    });
+    const body = init?.body;
+    const res = await app.inject({
+      method: (init?.method ?? "GET") as "GET",
+      url: target.pathname + target.search,
+      headers,
+      ...(body !== undefined && body !== null
+        ? { payload: typeof body === "string" ? body : String(body) }
+        : {}),
+    });
+    const out = new Headers();
+    for (const [k, v] of Object.entries(res.headers)) {
+      if (v === undefined) continue;
+      for (const one of [v].flat()) out.append(k, String(one));
+    }
+    const empty = res.statusCode === 204 || res.statusCode === 304;
+    return new Response(empty ? null : res.rawPayload, { status: res.statusCode, headers: out });
+  };
+  const request = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+    injectFetch(url + path, {
+      method,
+      headers: { ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
+      ...(body !== undefined ? { body: typeof body === "string" ? body : JSON.stringify(body) } : {}),
+    });
+  return {
+    app,
+    core,
+    url,
+    dataDir,
+    workspace: config.workspaceRoot,
+    config,
+    fetch: injectFetch,
+    request,
+    async json<T>(method: string, path: string, body?: unknown, headers?: Record<string, string>) {
+      const res = await request(method, path, body, headers);
+      return { status: res.status, body: (await res.json()) as T };
+    },
+    async close() {
+      await app.close();
+      await store.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
 }

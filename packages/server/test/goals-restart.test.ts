@@ -1,48 +1,22 @@
 // Crash recovery of goals: SIGKILL the server while a goal runs, start it again: the goal is paused with reason
 // server_restart, the session is usable, the engine does not continue on its own, and a resume continues the same
 // objective on the same thread. The mock model lives in the test process so it outlives the server.
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { Gate, MockResponsesServer, scripts } from "@codex-agent-api/testkit";
 import { afterAll, expect, it } from "vitest";
+import { type CliServer, startCliServer } from "./cli-process.js";
 import { waitFor } from "./fixture.js";
 
-const cli = resolve(dirname(fileURLToPath(import.meta.url)), "../dist/cli.js");
 const dataDir = mkdtempSync(join(tmpdir(), "cas-goal-restart-"));
-const port = 9900 + Math.floor(Math.random() * 90);
-const base = `http://127.0.0.1:${port}`;
 let mock: MockResponsesServer;
-let server: ChildProcess | null = null;
+let server: CliServer | null = null;
 
-async function start(): Promise<ChildProcess> {
-  const child = spawn(
-    process.execPath,
-    [
-      cli,
-      "serve",
-      "--port",
-      String(port),
-      "--data-dir",
-      dataDir,
-      "--model-base-url",
-      mock.url,
-      "--model",
-      "mock-model",
-    ],
-    {
-      stdio: ["ignore", "ignore", "inherit"],
-      env: { ...process.env, OPENAI_API_KEY: "dummy", LOG_LEVEL: "warn" },
-    },
-  );
-  await waitFor(async () => (await fetch(`${base}/health`).catch(() => null))?.ok, 20_000, "server up");
-  return child;
-}
+const start = () => startCliServer(dataDir, [], {}, { modelUrl: mock.url });
 
 async function call<T = Record<string, unknown>>(method: string, path: string, body?: unknown) {
-  const res = await fetch(base + path, {
+  const res = await fetch(server!.url + path, {
     method,
     headers: body ? { "content-type": "application/json" } : {},
     ...(body ? { body: JSON.stringify(body) } : {}),
@@ -51,10 +25,9 @@ async function call<T = Record<string, unknown>>(method: string, path: string, b
 }
 
 afterAll(async () => {
-  if (server && server.exitCode === null) {
-    const exited = new Promise((r) => server!.once("exit", r));
-    server.kill("SIGTERM");
-    await exited;
+  if (server && server.child.exitCode === null) {
+    server.child.kill("SIGTERM");
+    await server.exited;
   }
   await mock?.close();
   rmSync(dataDir, { recursive: true, force: true });
@@ -68,7 +41,7 @@ it("a SIGKILLed server comes back with the goal paused, no silent continuation, 
   );
   server = await start();
   const { body: session } = await call<{ id: string }>("POST", "/v1/agents/sessions", { agent: {} });
-  void fetch(`${base}/v1/agents/sessions/${session.id}/events`, {
+  void fetch(`${server.url}/v1/agents/sessions/${session.id}/events`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ input: "Endless goal", goal: { max_turns: 50 } }),
@@ -78,9 +51,8 @@ it("a SIGKILLed server comes back with the goal paused, no silent continuation, 
   );
   await gate.reached;
   const threadId = mock.requests()[0]!.threadId;
-  const exited = new Promise((r) => server!.once("exit", r));
-  server.kill("SIGKILL");
-  await exited;
+  server.child.kill("SIGKILL");
+  await server.exited;
   gate.release();
   server = await start();
   const seen = mock.requests().length;

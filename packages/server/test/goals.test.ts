@@ -2,11 +2,14 @@
 // server-enforced caps, failure, replacement and per-goal accounting. Real engine, mock model.
 import { ev, Gate, scripts } from "@codex-agent-api/testkit";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { TestClock } from "./clock.js";
 import { readSse, type ServerFixture, startServer, waitFor } from "./fixture.js";
+
+const clock = new TestClock();
 
 let fx: ServerFixture;
 beforeAll(async () => {
-  fx = await startServer({ env: { AGENT_GOAL_MAX_TURNS_LIMIT: "50" } });
+  fx = await startServer({ env: { AGENT_GOAL_MAX_TURNS_LIMIT: "50" }, clock });
 });
 afterAll(async () => {
   await fx?.close();
@@ -386,9 +389,10 @@ describe("server-enforced goal caps (a model that never completes)", () => {
     const id = await newSession();
     const stream = fx.request("POST", `/v1/agents/sessions/${id}/events`, {
       input: "Endless",
-      goal: { max_duration_seconds: 1, max_turns: 20 },
+      goal: { max_duration_seconds: 600, max_turns: 20 },
     });
     await gate.reached;
+    clock.advance(601);
     await waitFor(async () => (await goal(id)).body.status === "paused", 15_000, "duration pause");
     gate.release();
     const events = await readSse(await stream);

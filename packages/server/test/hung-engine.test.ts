@@ -2,11 +2,14 @@
 // turn fails with the timeout reason, the pool respawns the engine and the session keeps working.
 import { Gate, scripts } from "@codex-agent-api/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { STOP_GRACE_MS } from "../src/domain/turns/runner.js";
+import { TestClock } from "./clock.js";
 import { readSse, type ServerFixture, startServer, waitFor } from "./fixture.js";
 
 let fx: ServerFixture;
+const clock = new TestClock();
 beforeAll(async () => {
-  fx = await startServer({ env: { AGENT_TURN_TIMEOUT: "1" } });
+  fx = await startServer({ env: { AGENT_TURN_TIMEOUT: "30" }, clock });
   await fx.service.core.engines.warm();
 });
 afterAll(async () => {
@@ -21,6 +24,9 @@ it("kills an unresponsive engine after a stopped turn's grace period", async () 
   await gate.reached;
   const [before] = fx.service.core.engines.stats();
   process.kill(before!.pid!, "SIGSTOP");
+  // The turn times out (it is interrupted, but the engine cannot answer), then the grace period ends.
+  clock.advance(31);
+  clock.advance(STOP_GRACE_MS / 1000);
   const events = await readSse(await res);
   expect(events.at(-1)?.event).toBe("agent.session.turn.failed");
   expect((events.at(-1)?.data.error as { message: string }).message).toMatch(/timeout/i);

@@ -14,7 +14,7 @@ import {
   UnprocessableEntityError,
 } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ServerFixture, startServer } from "./fixture.js";
+import { type AppFixture, type ServerFixture, startApp, startServer } from "./fixture.js";
 import {
   countingSdk,
   EventLog,
@@ -28,12 +28,13 @@ import {
 const BETA = { "OpenAI-Beta": "agents=v1" };
 
 describe("client mistakes and unimplemented endpoints", () => {
-  let f: ServerFixture;
+  // The HTTP app alone (no engine, no socket): what is checked here never reaches a turn.
+  let f: AppFixture;
   let client: OpenAI;
   let sid: string;
 
   beforeAll(async () => {
-    f = await startServer();
+    f = await startApp();
     client = sdk(f);
     sid = (await client.beta.agents.sessions.create({ environment: { type: "none" } })).id;
   });
@@ -156,35 +157,6 @@ describe("client mistakes and unimplemented endpoints", () => {
     expect(e.param).toBe("environment.type");
     expect(e.message).toMatch(/self_hosted/);
     expect((await client.beta.agents.sessions.list({ limit: 100 })).data.length).toBe(before);
-  });
-
-  it("409 ConflictError when deleting a session while a turn runs (thrown, not retried)", async () => {
-    const busy = (await client.beta.agents.sessions.create({ environment: { type: "none" } })).id;
-    const log = await EventLog.open(client, busy);
-    const text = `Keep running (${busy})`;
-    const gate = new Gate();
-    f.mock.enqueue(scripts.streamingMessage(["busy ", "busy"], { gate }), (r: CapturedRequest) => {
-      return r.lastUserText() === text;
-    });
-    await client.beta.agents.sessions.events.create(busy, { events: [messageEvent(text)] });
-    const turnId = await log.turnCreated();
-    await gate.reached;
-
-    const { client: retrying, requests } = countingSdk(f);
-    const before = requests();
-    const e = expectApiError(await rejection(retrying.beta.agents.sessions.delete(busy)), ConflictError, 409);
-    expect(requests() - before).toBe(1);
-    expect(e.headers?.get("x-should-retry")).toBe("false");
-    expect(e.message).toMatch(/cancel/i);
-    expect((await client.beta.agents.sessions.retrieve(busy)).status).toBe("in_progress");
-
-    await client.beta.agents.sessions.events.create(busy, {
-      events: [{ type: "agent.session.input.cancel" }],
-    });
-    await log.waitForSettled(turnId);
-    gate.release();
-    await log.close();
-    expect(await client.beta.agents.sessions.delete(busy)).toMatchObject({ deleted: true });
   });
 
   it("unimplemented endpoints answer 501 'not implemented' in the official shape, without retries", async () => {
@@ -344,5 +316,46 @@ describe("capacity (AGENT_MAX_SESSIONS)", () => {
     await client.beta.agents.sessions.delete(first.id);
     const second = await client.beta.agents.sessions.create({ environment: { type: "none" } });
     expect(second.status).toBe("idle");
+  });
+});
+
+describe("a running turn (real engine)", () => {
+  let f: ServerFixture;
+  let client: OpenAI;
+  beforeAll(async () => {
+    f = await startServer();
+    client = sdk(f);
+  });
+  afterAll(async () => {
+    await f.close();
+  });
+
+  it("409 ConflictError when deleting a session while a turn runs (thrown, not retried)", async () => {
+    const busy = (await client.beta.agents.sessions.create({ environment: { type: "none" } })).id;
+    const log = await EventLog.open(client, busy);
+    const text = `Keep running (${busy})`;
+    const gate = new Gate();
+    f.mock.enqueue(scripts.streamingMessage(["busy ", "busy"], { gate }), (r: CapturedRequest) => {
+      return r.lastUserText() === text;
+    });
+    await client.beta.agents.sessions.events.create(busy, { events: [messageEvent(text)] });
+    const turnId = await log.turnCreated();
+    await gate.reached;
+
+    const { client: retrying, requests } = countingSdk(f);
+    const before = requests();
+    const e = expectApiError(await rejection(retrying.beta.agents.sessions.delete(busy)), ConflictError, 409);
+    expect(requests() - before).toBe(1);
+    expect(e.headers?.get("x-should-retry")).toBe("false");
+    expect(e.message).toMatch(/cancel/i);
+    expect((await client.beta.agents.sessions.retrieve(busy)).status).toBe("in_progress");
+
+    await client.beta.agents.sessions.events.create(busy, {
+      events: [{ type: "agent.session.input.cancel" }],
+    });
+    await log.waitForSettled(turnId);
+    gate.release();
+    await log.close();
+    expect(await client.beta.agents.sessions.delete(busy)).toMatchObject({ deleted: true });
   });
 });

@@ -3,29 +3,34 @@
 import OpenAI, { type APIError } from "openai";
 import type { AgentSessionEvent } from "openai/resources/beta/agents/agents";
 import { expect } from "vitest";
-import { type ServerFixture, waitFor } from "./fixture.js";
+import { waitFor } from "./fixture.js";
 
 export type { AgentSessionEvent };
 
 /** The client exactly as a user would create it, pointed at our server. */
 export function sdk(
-  f: ServerFixture,
+  f: { url: string; fetch?: typeof fetch },
   opts: { apiKey?: string; maxRetries?: number; fetch?: typeof fetch } = {},
 ): OpenAI {
+  const transport = opts.fetch ?? f.fetch;
   return new OpenAI({
     baseURL: `${f.url}/v1`,
     apiKey: opts.apiKey ?? "test",
     maxRetries: opts.maxRetries ?? 0,
-    ...(opts.fetch ? { fetch: opts.fetch } : {}),
+    ...(transport ? { fetch: transport } : {}),
   });
 }
 
 /** A client that retries like the SDK default (2 retries) and counts the HTTP requests it sends. */
-export function countingSdk(f: ServerFixture, apiKey = "test"): { client: OpenAI; requests: () => number } {
+export function countingSdk(
+  f: { url: string; fetch?: typeof fetch },
+  apiKey = "test",
+): { client: OpenAI; requests: () => number } {
   let n = 0;
+  const transport = f.fetch ?? fetch;
   const counted: typeof fetch = (input, init) => {
     n++;
-    return fetch(input, init);
+    return transport(input, init);
   };
   return { client: sdk(f, { apiKey, maxRetries: 2, fetch: counted }), requests: () => n };
 }

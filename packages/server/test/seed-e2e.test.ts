@@ -1,43 +1,31 @@
 // Runs the seed end-to-end suite (shared/seeds/codex-agent-api/e2e_test.py) unmodified against the server
 // started the way a user would: the CLI with --mock-model.
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { waitFor } from "./fixture.js";
+import { type CliServer, startCliServer } from "./cli-process.js";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 const seed = resolve(root, "../shared/seeds/codex-agent-api/e2e_test.py");
-const cli = join(root, "packages/server/dist/cli.js");
 
-let server: ChildProcess;
+let server: CliServer;
 let dataDir: string;
 let base: string;
 
 beforeAll(async () => {
   expect(existsSync(seed), `seed suite not found at ${seed}`).toBe(true);
-  expect(existsSync(cli), "build the server first (npm run build)").toBe(true);
   dataDir = mkdtempSync(join(tmpdir(), "cas-seed-"));
-  const port = 9300 + Math.floor(Math.random() * 500);
-  base = `http://127.0.0.1:${port}`;
-  server = spawn(
-    process.execPath,
-    [cli, "serve", "--mock-model", "--port", String(port), "--data-dir", dataDir],
-    {
-      stdio: ["ignore", "ignore", "inherit"],
-      env: { ...process.env, LOG_LEVEL: "warn" },
-    },
-  );
-  await waitFor(async () => (await fetch(`${base}/health`).catch(() => null))?.ok, 20_000, "server health");
+  server = await startCliServer(dataDir);
+  base = server.url;
 }, 60_000);
 
 afterAll(async () => {
-  if (server && server.exitCode === null) {
-    const exited = new Promise((r) => server.once("exit", r));
-    server.kill("SIGTERM");
-    await exited;
+  if (server && server.child.exitCode === null) {
+    server.child.kill("SIGTERM");
+    await server.exited;
   }
   rmSync(dataDir, { recursive: true, force: true });
 });

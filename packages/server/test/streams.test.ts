@@ -4,78 +4,16 @@ import { randomBytes } from "node:crypto";
 import { request as httpRequest, type IncomingMessage } from "node:http";
 import { type CapturedRequest, ev, Gate, scripts } from "@codex-agent-api/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseSseBlock, type ServerFixture, type SseEvent, startServer, waitFor } from "./fixture.js";
+import { type ServerFixture, startServer, waitFor } from "./fixture.js";
+import { parseSse, type SseEvent, SseReader } from "./sse-client.js";
 
 const SESSIONS = "/v1/agents/sessions";
 
-/** An SSE body read frame by frame (the fixture's readSse reads to the end). */
-class SseReader {
-  readonly frames: SseEvent[] = [];
-  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
-  private readonly decoder = new TextDecoder();
-  private buffer = "";
-  private pending: SseEvent[] = [];
-  ended = false;
-
-  constructor(readonly res: Response) {
-    expect(res.status).toBe(200);
-    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
-    this.reader = res.body!.getReader();
-  }
-
-  /** The next frame, or null when the server ended the stream. */
-  async next(): Promise<SseEvent | null> {
-    for (;;) {
-      const ready = this.pending.shift();
-      if (ready) {
-        this.frames.push(ready);
-        return ready;
-      }
-      if (this.ended) return null;
-      const { value, done } = await this.reader.read();
-      if (done) {
-        this.ended = true;
-        continue;
-      }
-      this.buffer += this.decoder.decode(value, { stream: true });
-      for (let idx = this.buffer.indexOf("\n\n"); idx >= 0; idx = this.buffer.indexOf("\n\n")) {
-        const frame = parseSseBlock(this.buffer.slice(0, idx));
-        this.buffer = this.buffer.slice(idx + 2);
-        if (frame) this.pending.push(frame);
-      }
-    }
-  }
-
-  /** Reads up to and including the first frame matching `pred`; fails if the stream ends first. */
-  async until(pred: (e: SseEvent) => boolean, what = "frame"): Promise<SseEvent[]> {
-    const got: SseEvent[] = [];
-    for (;;) {
-      const e = await this.next();
-      if (!e) throw new Error(`stream ended before ${what} (after ${got.length} frames)`);
-      got.push(e);
-      if (pred(e)) return got;
-    }
-  }
-
-  async toEnd(): Promise<SseEvent[]> {
-    const got: SseEvent[] = [];
-    for (let e = await this.next(); e; e = await this.next()) got.push(e);
-    return got;
-  }
-
-  async cancel(): Promise<void> {
-    await this.reader.cancel();
-  }
-}
-
-function parseAll(text: string): SseEvent[] {
-  const frames: SseEvent[] = [];
-  for (const block of text.split("\n\n")) {
-    if (block.trim() === "") continue;
-    const f = parseSseBlock(block);
-    if (f) frames.push(f);
-  }
-  return frames;
+/** A 200 `text/event-stream` response, read frame by frame. */
+function streamOf(res: Response): SseReader {
+  expect(res.status).toBe(200);
+  expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+  return new SseReader(res);
 }
 
 const tag = () => randomBytes(4).toString("hex");
@@ -135,12 +73,10 @@ describe("fan-out", () => {
     const gate = new Gate();
     f.mock.enqueue(scripts.streamingMessage(parts, { gate }), forText(text));
 
-    const post = new SseReader(await postTurn(sid, text));
+    const post = streamOf(await postTurn(sid, text));
     await gate.reached;
     // The turn is held mid-response: every GET takes the live branch.
-    const subs = await Promise.all(
-      Array.from({ length: 5 }, async () => new SseReader(await getEvents(sid))),
-    );
+    const subs = await Promise.all(Array.from({ length: 5 }, async () => streamOf(await getEvents(sid))));
     // Each one is live before the model continues: it has the turn start already.
     for (const r of [post, ...subs]) await r.until((e) => e.event === "agent.session.turn.started");
     expect(f.service.core.hub.subscriberCount(sid)).toBe(6);
@@ -192,9 +128,9 @@ describe("Last-Event-ID", () => {
       (r) => forText(text)(r) && r.functionCallOutputs().some((o) => o.callId === callId),
     );
 
-    const a = new SseReader(await postTurn(sid, text));
+    const a = streamOf(await postTurn(sid, text));
     // A reference subscriber that stays connected for the whole turn.
-    const full = new SseReader(await getEvents(sid));
+    const full = streamOf(await getEvents(sid));
     await gate.reached;
     // Everything of request 1 is in the log once the command item is stored.
     await waitFor(
@@ -212,7 +148,7 @@ describe("Last-Event-ID", () => {
     const lastId = seen.at(-1)!.id!;
 
     // It reconnects while the turn is still held: the replay brings what it missed, up to the command.
-    const b = new SseReader(await getEvents(sid, { "last-event-id": lastId }));
+    const b = streamOf(await getEvents(sid, { "last-event-id": lastId }));
     const replayed = await b.until(
       (e) => e.event === "agent.session.output_item.done" && itemOf(e).type === "command_execution",
       "command item",
@@ -237,20 +173,20 @@ describe("Last-Event-ID", () => {
     // After the turn ended: the same cursor replays the same frames and the stream ends.
     await waitFor(async () => (await sessionStatus(sid)) === "idle", 10_000, "turn end");
     const missed = full.frames.slice(seen.length);
-    const c = new SseReader(await getEvents(sid, { "last-event-id": lastId }));
+    const c = streamOf(await getEvents(sid, { "last-event-id": lastId }));
     expect(await c.toEnd()).toEqual(missed);
-    const d = new SseReader(await getEvents(sid, {}, `?after=${lastId}`));
+    const d = streamOf(await getEvents(sid, {}, `?after=${lastId}`));
     expect(await d.toEnd()).toEqual(missed);
     // From just before the turn: the whole turn.
     const startId = Number(full.frames[0]!.id) - 1;
-    const e = new SseReader(await getEvents(sid, { "last-event-id": String(startId) }));
+    const e = streamOf(await getEvents(sid, { "last-event-id": String(startId) }));
     expect(await e.toEnd()).toEqual(full.frames);
   });
 
   it("a client that already has the whole turn is told there is no active turn (no hanging stream)", async () => {
     const sid = await newSession();
     const res = await postTurn(sid, `Reply with exactly: all seen ${tag()}`);
-    const frames = await new SseReader(res).toEnd();
+    const frames = await streamOf(res).toEnd();
     expect(frames.at(-1)!.event).toBe("agent.session.turn.completed");
     const lastId = frames.at(-1)!.id!;
     const again = await getEvents(sid, { "last-event-id": lastId });
@@ -267,7 +203,7 @@ describe("Last-Event-ID", () => {
     const text = `Ahead ${tag()}`;
     const gate = new Gate();
     f.mock.enqueue(scripts.streamingMessage(["ahead"], { gate }), forText(text));
-    const post = new SseReader(await postTurn(sid, text));
+    const post = streamOf(await postTurn(sid, text));
     await gate.reached;
     const ahead = await getEvents(sid, { "last-event-id": "999999" });
     expect(ahead.status).toBe(400);
@@ -337,7 +273,7 @@ describe("slow and departing clients", () => {
 
     const body = await readAll(slow);
     expect(receivedAtCompletion).toBeLessThan(Buffer.byteLength(body) / 2);
-    const frames = parseAll(body);
+    const frames = parseSse(body).frames;
     expect(frames[0]!.event).toBe("agent.session.turn.started");
     expect(frames.at(-1)!.event).toBe("agent.session.turn.completed");
     expectIncreasingIds(frames);
@@ -355,7 +291,7 @@ describe("slow and departing clients", () => {
     const gate = new Gate();
     f.mock.enqueue(scripts.streamingMessage(parts, { gate }), forText(text));
 
-    const r = new SseReader(await postTurn(sid, text));
+    const r = streamOf(await postTurn(sid, text));
     await gate.reached;
     const [started] = await r.until((e) => e.event === "agent.session.turn.started");
     const turnId = started!.data.turn_id as string;
@@ -378,7 +314,7 @@ describe("slow and departing clients", () => {
     expect(types).toContain("turn.completed");
 
     // What the client missed is still there for it.
-    const rest = await new SseReader(await getEvents(sid, { "last-event-id": started!.id! })).toEnd();
+    const rest = await streamOf(await getEvents(sid, { "last-event-id": started!.id! })).toEnd();
     expect(deltaText(rest)).toBe(parts.join(""));
     expect(rest.at(-1)).toMatchObject({
       event: "agent.session.turn.completed",
@@ -392,7 +328,7 @@ describe("end of stream", () => {
     const sid = await newSession();
     const text = `Fail in stream ${tag()}`;
     f.mock.enqueue(scripts.failure(`stream failure ${tag()}`), forText(text));
-    const post = new SseReader(await postTurn(sid, text));
+    const post = streamOf(await postTurn(sid, text));
     const frames = await post.toEnd();
     expect(frames.at(-1)!.event).toBe("agent.session.turn.failed");
     expect(frames.some(isEnd)).toBe(false);

@@ -13,6 +13,7 @@ import {
   unlinkSync,
 } from "node:fs";
 import { basename, dirname, extname, join } from "node:path";
+import mime from "mime-types";
 import { forbidden, notFound, payloadTooLarge } from "../domain/errors.js";
 import {
   ACCESS_DENIED,
@@ -228,67 +229,45 @@ export function listArtifacts(root: string, opts: ListArtifactsOptions = {}): Li
   return { data, has_more: hasMore };
 }
 
-const TEXT = "; charset=utf-8";
-const CONTENT_TYPES: Record<string, string> = {
-  txt: `text/plain${TEXT}`,
-  log: `text/plain${TEXT}`,
-  text: `text/plain${TEXT}`,
-  md: `text/markdown${TEXT}`,
-  markdown: `text/markdown${TEXT}`,
-  csv: `text/csv${TEXT}`,
-  tsv: `text/tab-separated-values${TEXT}`,
-  html: `text/html${TEXT}`,
-  htm: `text/html${TEXT}`,
-  css: `text/css${TEXT}`,
-  js: `text/javascript${TEXT}`,
-  mjs: `text/javascript${TEXT}`,
-  cjs: `text/javascript${TEXT}`,
-  jsx: `text/javascript${TEXT}`,
-  ts: `text/typescript${TEXT}`,
-  tsx: `text/typescript${TEXT}`,
-  py: `text/x-python${TEXT}`,
-  sh: `text/x-shellscript${TEXT}`,
-  rs: `text/plain${TEXT}`,
-  go: `text/plain${TEXT}`,
-  java: `text/plain${TEXT}`,
-  c: `text/plain${TEXT}`,
-  h: `text/plain${TEXT}`,
-  cpp: `text/plain${TEXT}`,
-  rb: `text/plain${TEXT}`,
-  sql: `text/plain${TEXT}`,
-  toml: `text/plain${TEXT}`,
-  ini: `text/plain${TEXT}`,
-  yaml: `text/yaml${TEXT}`,
-  yml: `text/yaml${TEXT}`,
-  json: `application/json${TEXT}`,
-  jsonl: `application/jsonl${TEXT}`,
-  ndjson: `application/x-ndjson${TEXT}`,
-  xml: `application/xml${TEXT}`,
-  svg: `image/svg+xml${TEXT}`,
-  png: "image/png",
-  jpg: "image/jpeg",
-  jpeg: "image/jpeg",
-  gif: "image/gif",
-  webp: "image/webp",
-  bmp: "image/bmp",
-  ico: "image/x-icon",
-  avif: "image/avif",
-  pdf: "application/pdf",
-  zip: "application/zip",
-  gz: "application/gzip",
-  tgz: "application/gzip",
-  tar: "application/x-tar",
-  wasm: "application/wasm",
-  mp3: "audio/mpeg",
-  wav: "audio/wav",
-  mp4: "video/mp4",
-  webm: "video/webm",
-  woff: "font/woff",
-  woff2: "font/woff2",
-};
+/** Source code is text (mime-types knows `.ts` as a video format and `.py` not at all). */
+const SOURCE_CODE = new Set([
+  "ts",
+  "tsx",
+  "mts",
+  "cts",
+  "py",
+  "rs",
+  "go",
+  "rb",
+  "java",
+  "kt",
+  "swift",
+  "c",
+  "h",
+  "cpp",
+  "hpp",
+  "cs",
+  "php",
+  "sh",
+  "bash",
+  "zsh",
+  "sql",
+  "toml",
+  "ini",
+  "cfg",
+  "env",
+  "lock",
+  "log",
+  "tf",
+  "vue",
+  "svelte",
+  "gradle",
+]);
 
-/** Content type by file extension (case-insensitive); text types carry "; charset=utf-8". */
+/** The Content-Type of a workspace file (text types get a UTF-8 charset). */
 export function contentTypeFor(path: string): string {
   const ext = extname(path).slice(1).toLowerCase();
-  return CONTENT_TYPES[ext] ?? "application/octet-stream";
+  if (SOURCE_CODE.has(ext)) return "text/plain; charset=utf-8";
+  const type = ext ? mime.lookup(ext) : false;
+  return type ? mime.contentType(type) || type : "application/octet-stream";
 }

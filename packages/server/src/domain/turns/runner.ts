@@ -271,7 +271,7 @@ export class TurnRunner {
     const active: ActiveTurn = {
       session,
       turn,
-      recorder: new TurnRecorder(hub, logger, clock.now, session.id, turn.id, goal),
+      recorder: new TurnRecorder(hub, logger, () => clock.now(), session.id, turn.id, goal),
       goal,
       engineTurn: null,
       engineReady,
@@ -358,7 +358,12 @@ export class TurnRunner {
       if (err instanceof TurnFailedError) result = err.result;
     } finally {
       active.setEngineTurn(null);
-      await active.recorder.settled().catch(() => undefined);
+      try {
+        await active.recorder.settled();
+      } catch (err) {
+        // What the engine did could not be stored: the turn must not look complete.
+        failure ??= { code: "internal_error", message: `The turn could not be recorded: ${String(err)}` };
+      }
       if (active.goal) {
         await active.goal.settle({
           failed: failure !== null || result?.status === "failed",

@@ -108,10 +108,18 @@ export function artifactListRoutes(app: App, core: Core): void {
     async (req, reply) => {
       const s = await sessions.get(req.scope, req.params.session_id);
       const { info, content } = readArtifact(s.workspace, req.params.artifact_id);
-      return reply
-        .header("content-type", contentTypeFor(info.path))
-        .header("content-length", String(content.length))
-        .send(content);
+      return (
+        reply
+          .header("content-type", contentTypeFor(info.path))
+          .header("content-length", String(content.length))
+          // The agent wrote it: never let a browser run it on this origin (an .html or .svg artifact).
+          .header("x-content-type-options", "nosniff")
+          .header(
+            "content-security-policy",
+            "sandbox; default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'",
+          )
+          .send(content)
+      );
     },
   );
 }
