@@ -585,6 +585,24 @@ describe("items and turns", () => {
     expect(after.data.map((i) => i.id)).toEqual(items.slice(5).map((i) => i.id));
   });
 
+  it("an item page carries an ETag of the log position: unchanged → 304, a new turn → a new page", async () => {
+    const sid = (await client.beta.agents.sessions.create({ environment: { type: "none" } })).id;
+    await client.beta.agents.sessions.stream(sid, { input: "Reply with exactly: one" }).finalResult();
+    const path = `/v1/agents/sessions/${sid}/items?limit=10&order=asc`;
+    const first = await f.request("GET", path, undefined, { "openai-beta": "agents=v1" });
+    const etag = first.headers.get("etag");
+    expect(etag).toMatch(/^"sess_[0-9a-f]+\.\d+"$/);
+    const body = (await first.json()) as { data: unknown[] };
+    expect(body.data).toHaveLength(2);
+    const again = await f.request("GET", path, undefined, { "openai-beta": "agents=v1", "if-none-match": etag! });
+    expect(again.status).toBe(304);
+    await client.beta.agents.sessions.stream(sid, { input: "Reply with exactly: two" }).finalResult();
+    const changed = await f.request("GET", path, undefined, { "openai-beta": "agents=v1", "if-none-match": etag! });
+    expect(changed.status).toBe(200);
+    expect(changed.headers.get("etag")).not.toBe(etag);
+    expect(((await changed.json()) as { data: unknown[] }).data).toHaveLength(4);
+  });
+
   it("engine items with no official type are skipped without breaking pages", async () => {
     const other = (await client.beta.agents.sessions.create({ environment: { type: "none" } })).id;
     const a = await client.beta.agents.sessions

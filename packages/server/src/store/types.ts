@@ -46,6 +46,11 @@ export interface ItemListOptions extends ListOptions {
   exclude_types?: readonly string[];
   /** Only these states (default: all). */
   states?: readonly ItemState[];
+  /**
+   * The caller may not need every item's data (it caches renderings of finished items): the store may load
+   * `data` on first access instead of with the page.
+   */
+  lazy_data?: boolean;
 }
 
 export type SessionPatch = Partial<Omit<SessionRecord, "id" | "project_id" | "created_at">>;

@@ -32,6 +32,17 @@ export class SqliteDb {
     return this.stmt(sql).all(...params) as Row[];
   }
 
+  /** Rows as arrays of column values, in select order (a raw-mode copy of the statement, prepared once). */
+  rows(sql: string, ...params: unknown[]): unknown[][] {
+    const key = `raw:${sql}`;
+    let st = this.statements.get(key);
+    if (!st) {
+      st = this.raw.prepare(sql).raw(true);
+      this.statements.set(key, st);
+    }
+    return st.all(...params) as unknown[][];
+  }
+
   /** A single value (first column of the first row), or null. */
   value<T>(sql: string, ...params: unknown[]): T | null {
     const row = this.stmt(sql)

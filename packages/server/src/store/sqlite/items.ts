@@ -28,6 +28,45 @@ const fromRow = (r: ItemRow): ItemRecord => ({
   data: parse<ThreadItem>(r.data),
 });
 
+const LIST_COLS = "turn_id, ordinal, id, type, state, created_at, data";
+const KEY_COLS = "turn_id, ordinal, id, type, state, created_at";
+type ListRow = [string, number, string, string, string, number, string?];
+
+const fromListRow = (sessionId: string, r: ListRow): ItemRecord => ({
+  session_id: sessionId,
+  turn_id: r[0],
+  ordinal: r[1],
+  id: r[2],
+  type: r[3],
+  state: r[4] as ItemState,
+  created_at: r[5],
+  data: parse<ThreadItem>(r[6]!),
+});
+
+/** A listed item whose data is read (and parsed) on first access. */
+function lazyItem(db: SqliteDb, sessionId: string, r: ListRow): ItemRecord {
+  let data: ThreadItem | undefined;
+  const record = {
+    session_id: sessionId,
+    turn_id: r[0],
+    ordinal: r[1],
+    id: r[2],
+    type: r[3],
+    state: r[4] as ItemState,
+    created_at: r[5],
+  } as ItemRecord;
+  Object.defineProperty(record, "data", {
+    enumerable: true,
+    get: () => {
+      data ??= parse<ThreadItem>(
+        db.value<string>("SELECT data FROM items WHERE session_id = ? AND ordinal = ?", sessionId, r[1])!,
+      );
+      return data;
+    },
+  });
+  return record;
+}
+
 /** Applies an item write of an appended event; returns the ordinal of an inserted item. */
 export function writeItem(db: SqliteDb, counters: Counters, sessionId: string, w: ItemWrite): number | null {
   if (w.kind === "finish") {
@@ -93,10 +132,15 @@ export function itemQueries(db: SqliteDb): ItemQueries {
         params.push(ordinal);
       }
       const sql =
-        `SELECT ${COLS} FROM items WHERE ${where.join(" AND ")} ` +
+        `SELECT ${opts.lazy_data ? KEY_COLS : LIST_COLS} FROM items WHERE ${where.join(" AND ")} ` +
         `ORDER BY ordinal ${order === "asc" ? "ASC" : "DESC"} LIMIT ?`;
       params.push(limit + 1);
-      return toPage(db.all<ItemRow>(sql, ...params).map(fromRow), limit);
+      // Rows as arrays (no per-row column objects): history pages read many items.
+      const rows = db.rows(sql, ...params) as ListRow[];
+      return toPage(
+        rows.map((r) => (opts.lazy_data ? lazyItem(db, sessionId, r) : fromListRow(sessionId, r))),
+        limit,
+      );
     },
     async closeOpenItems(sessionId, turnId, status) {
       return db.atomic(() => closeOpenIn(db, sessionId, turnId, status));
