@@ -15,6 +15,7 @@ import { fanout } from "./scenarios/fanout.js";
 import { footprint } from "./scenarios/footprint.js";
 import { replayLog } from "./scenarios/replay.js";
 import { restart } from "./scenarios/restart.js";
+import { soak } from "./scenarios/soak.js";
 import { concurrency, goal, turnLatency } from "./scenarios/turns.js";
 import { setServerCli, setServerNodeArgs } from "./server.js";
 import { checkTarget, formatTable, formatTargets, type TargetResult } from "./stats.js";
@@ -28,6 +29,7 @@ const SCENARIOS: Scenario[] = [
   replayLog,
   footprint,
   restart,
+  soak,
 ];
 /** Scenarios that use the shared turn rig: it is closed once the last of them has run. */
 const RIG_USERS = new Set(["1", "2", "3"]);
@@ -42,7 +44,7 @@ const USAGE = `Usage: npm run bench -- [--quick] [--json <path>] [--only <ids>]
 
   --quick        smaller samples (finishes in under 2 minutes on 2 cores)
   --json <path>  also write every result as JSON
-  --only <ids>   comma-separated scenario ids (1-8)
+  --only <ids>   comma-separated scenario ids (1-9)
   --profile-server <dir>
                  run every server process with --cpu-prof, writing .cpuprofile files to <dir>
   --server-cli <path>

@@ -57,7 +57,8 @@ export interface ServerProcess {
 }
 
 export interface StartOptions {
-  mockUrl: string;
+  /** The bench's mock model; "in-process" runs the server with --mock-model (its own scripted model). */
+  mockUrl: string | "in-process";
   dataDir: string;
   /** Extra CLI flags. */
   args?: string[];
@@ -113,10 +114,9 @@ export async function startServer(cleanup: Cleanup, opts: StartOptions): Promise
     String(port),
     "--data-dir",
     opts.dataDir,
-    "--model-base-url",
-    opts.mockUrl,
-    "--model",
-    "mock-model",
+    ...(opts.mockUrl === "in-process"
+      ? ["--mock-model"]
+      : ["--model-base-url", opts.mockUrl, "--model", "mock-model"]),
     "--log-level",
     "warn",
     ...(opts.args ?? []),
