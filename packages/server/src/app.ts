@@ -10,6 +10,8 @@ import { installErrorHandling, sendError } from "./http/errors.js";
 import { parseJson } from "./http/json.js";
 import { openaiPlugin } from "./http/openai/index.js";
 import { healthRoutes } from "./http/ops/health.js";
+import { installRateLimit } from "./http/rate-limit.js";
+import { installRequestLog } from "./http/request-log.js";
 import { templatePlugin } from "./http/template/index.js";
 import { installTrustBoundaries } from "./http/trust.js";
 import { validatorCompiler } from "./http/validate.js";
@@ -39,6 +41,8 @@ declare module "fastify" {
 export function buildApp(core: Core): App {
   const app = Fastify({
     loggerInstance: core.logger as FastifyBaseLogger,
+    // http/request-log.ts logs each request once it is answered, without secrets in its URL.
+    disableRequestLogging: true,
     bodyLimit: core.config.bodyLimitBytes,
     return503OnClosing: true,
     // On close, idle keep-alive connections are dropped at once; streams still being written end on their own.
@@ -70,12 +74,14 @@ export function buildApp(core: Core): App {
       done(err as Error, undefined);
     }
   });
+  installRequestLog(app);
   installErrorHandling(app);
   installTrustBoundaries(app, {
     allowedHosts: new Set(core.config.allowedHosts),
     corsOrigins: new Set(core.config.corsOrigins),
   });
   installAuth(app, core);
+  installRateLimit(app, core.config.rateLimitPerMinute);
   healthRoutes(app, core);
   app.register(openaiPlugin(core));
   app.register(templatePlugin(core));

@@ -28,6 +28,8 @@ export interface Config {
   allowedHosts: string[];
   /** Browser origins allowed besides the service's own (`scheme://host[:port]`). */
   corsOrigins: string[];
+  /** Requests per minute per API key (or client address without a key); 0 = no limit. */
+  rateLimitPerMinute: number;
   maxSessions: number;
   /** Idle sessions older than this are deleted; 0 = never. */
   sessionTtlSeconds: number;
@@ -71,6 +73,8 @@ Options (environment variable in brackets):
   --insecure-no-auth         allow a non-loopback bind without a token
   --allowed-host <name>      also answer to this Host name, repeatable (AGENT_ALLOWED_HOSTS, comma-separated)
   --cors-origin <origin>     allow this browser origin, repeatable (AGENT_CORS_ORIGINS, comma-separated)
+  --rate-limit <n>           requests per minute per API key, 0 = off (AGENT_RATE_LIMIT; default off on a
+                             loopback bind, 600 otherwise)
   --max-sessions <n>         stored sessions cap, 429 beyond (AGENT_MAX_SESSIONS, default 1000)
   --session-ttl <seconds>    delete sessions idle this long, 0 = never (AGENT_SESSION_TTL, default 0)
   --turn-timeout <seconds>   per-turn timeout (AGENT_TURN_TIMEOUT, default 300)
@@ -132,6 +136,7 @@ export function loadConfig(
       "insecure-no-auth": { type: "boolean" },
       "allowed-host": { type: "string", multiple: true },
       "cors-origin": { type: "string", multiple: true },
+      "rate-limit": { type: "string" },
       "max-sessions": { type: "string" },
       "session-ttl": { type: "string" },
       "turn-timeout": { type: "string" },
@@ -194,6 +199,12 @@ export function loadConfig(
     host,
     allowedHosts,
     corsOrigins,
+    rateLimitPerMinute: int(
+      "--rate-limit",
+      values["rate-limit"] ?? env.AGENT_RATE_LIMIT,
+      isLoopback(host) ? 0 : 600,
+      0,
+    ),
     port: int("--port", values.port ?? env.PORT, 9000, 0, 65535),
     dataDir,
     workspaceRoot: abs(values.workspace ?? env.WORKSPACE ?? `${dataDir}/workspace`),

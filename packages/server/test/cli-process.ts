@@ -42,17 +42,18 @@ export interface SpawnOptions {
   gid?: number;
 }
 
-/** Spawns the CLI with `args` (after `serve`). */
+/** Spawns the CLI with `args` (after `serve`, or after `opts.command`). */
 export function spawnCli(
   args: string[],
   env: Record<string, string> = {},
-  opts: SpawnOptions = {},
+  opts: SpawnOptions & { command?: string } = {},
 ): CliProcess {
   if (!existsSync(cliPath)) throw new Error(`build the server first (npx tsc -b): ${cliPath} is missing`);
-  const child = spawn(process.execPath, [cliPath, "serve", ...args], {
+  const { command = "serve", ...spawnOpts } = opts;
+  const child = spawn(process.execPath, [cliPath, command, ...args], {
     stdio: ["ignore", "pipe", "pipe"],
     env: cleanEnv(env),
-    ...opts,
+    ...spawnOpts,
   });
   let out = "";
   let err = "";
@@ -71,8 +72,9 @@ export async function runCliToExit(
   args: string[],
   env: Record<string, string> = {},
   timeoutMs = 20_000,
+  command = "serve",
 ): Promise<Exit & { stdout: string; stderr: string }> {
-  const p = spawnCli(args, env);
+  const p = spawnCli(args, env, { command });
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {

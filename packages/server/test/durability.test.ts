@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CliServer, descendantPids, isAlive, startCliServer } from "./cli-process.js";
 import { cleanup, readSse, type ServerFixture, type SseEvent, startServer, waitFor } from "./fixture.js";
+import { SseReader } from "./sse-client.js";
 
 type SessionBody = {
   id: string;
@@ -160,7 +161,16 @@ describe("SIGKILL during a running turn", () => {
       stream: true,
     });
     expect(res.status).toBe(200);
-    const reading = readSse(res).catch(() => null); // the connection dies with the process
+    // What this client sees before the crash: the command item has started.
+    const stream = new SseReader(res);
+    const seen = await stream.until(
+      (e) =>
+        e.event === "agent.session.output_item.added" &&
+        (e.data.item as { type: string }).type === "command_execution",
+      "the command item",
+    );
+    const commandItem = seen.at(-1)!.data.item as { id: string };
+    const reading = stream.toEnd().catch(() => null); // the connection dies with the process
     await waitFor(() => existsSync(started), 30_000, "the command to start");
     engines = descendantPids(cli.pid);
     expect(engines.length).toBeGreaterThan(0);
@@ -197,6 +207,23 @@ describe("SIGKILL during a running turn", () => {
     expect(texts(session.body)).toContain("one");
     const idleEvents = await s.json("GET", `/v1/agents/sessions/${id}/events`);
     expect(idleEvents.body).toEqual({ status: "idle", message: "No active turn" });
+
+    // The command item the client saw is still there, marked failed, in both dialects.
+    const templateItems = await s.json<{ data: Array<{ item: { id: string; status: string } }> }>(
+      "GET",
+      `/v1/agents/sessions/${id}/items`,
+    );
+    expect(templateItems.body.data.find((i) => i.item.id === commandItem.id)?.item.status).toBe("failed");
+    const officialItems = await s.json<{ data: Array<{ id: string; type: string; status: string }> }>(
+      "GET",
+      `/v1/agents/sessions/${id}/items?order=asc`,
+      undefined,
+      { "openai-beta": "agents=v1" },
+    );
+    expect(officialItems.body.data.find((i) => i.id === commandItem.id)).toMatchObject({
+      type: "command_execution",
+      status: "failed",
+    });
 
     // A client replaying the log sees the killed turn end, with the reason.
     const startedSeq = (await store.firstEventSeqOfTurn(id, killed.id))!;

@@ -594,10 +594,16 @@ describe("items and turns", () => {
     expect(etag).toMatch(/^"sess_[0-9a-f]+\.\d+"$/);
     const body = (await first.json()) as { data: unknown[] };
     expect(body.data).toHaveLength(2);
-    const again = await f.request("GET", path, undefined, { "openai-beta": "agents=v1", "if-none-match": etag! });
+    const again = await f.request("GET", path, undefined, {
+      "openai-beta": "agents=v1",
+      "if-none-match": etag!,
+    });
     expect(again.status).toBe(304);
     await client.beta.agents.sessions.stream(sid, { input: "Reply with exactly: two" }).finalResult();
-    const changed = await f.request("GET", path, undefined, { "openai-beta": "agents=v1", "if-none-match": etag! });
+    const changed = await f.request("GET", path, undefined, {
+      "openai-beta": "agents=v1",
+      "if-none-match": etag!,
+    });
     expect(changed.status).toBe(200);
     expect(changed.headers.get("etag")).not.toBe(etag);
     expect(((await changed.json()) as { data: unknown[] }).data).toHaveLength(4);

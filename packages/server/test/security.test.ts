@@ -15,7 +15,15 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../src/config.js";
 import { type CliServer, runCliToExit, startCliServer } from "./cli-process.js";
-import { type AppFixture, cleanup, readSse, type ServerFixture, startApp, startServer } from "./fixture.js";
+import {
+  type AppFixture,
+  cleanup,
+  readSse,
+  type ServerFixture,
+  startApp,
+  startServer,
+  waitFor,
+} from "./fixture.js";
 
 const TOKEN = "s3cret-token-value";
 const b64url = (p: string) => Buffer.from(p, "utf8").toString("base64url");
@@ -161,6 +169,31 @@ describe("token auth", () => {
       expect((await alias.request("GET", "/health")).status).toBe(200);
     } finally {
       await alias.close();
+    }
+  });
+});
+
+describe("request logs", () => {
+  it("never contain a token or key (headers are not logged; secret-looking query values are redacted)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "cas-logs-"));
+    const server = await startCliServer(join(dir, "data"), ["--token", "log-secret-token"]);
+    try {
+      const secrets = ["log-secret-token", "query-secret-1", "query-secret-2", "header-secret"];
+      await fetch(`${server.url}/v1/agents?token=query-secret-1&api_key=query-secret-2&limit=2`, {
+        headers: { authorization: "Bearer log-secret-token", "x-access-token": "header-secret" },
+      });
+      await fetch(`${server.url}/v1/agents`, { headers: { authorization: "Bearer header-secret" } });
+      const logged = () => server.logs().filter((l) => l.msg === "request");
+      await waitFor(() => logged().length >= 2, 10_000, "request log lines");
+      const text = server.stdout() + server.stderr();
+      for (const secret of secrets) expect(text).not.toContain(secret);
+      expect(logged()[0]).toMatchObject({ method: "GET", status: 200 });
+      expect(String(logged()[0]!.url)).toMatch(/limit=2/);
+      expect(logged()[1]).toMatchObject({ status: 401 });
+    } finally {
+      server.child.kill("SIGTERM");
+      await server.exited;
+      cleanup(dir);
     }
   });
 });
@@ -361,6 +394,21 @@ describe("workspace confinement, validation and bad input", () => {
     });
     expect(absolute.status).toBe(200);
     expect(readFileSync(join(s.workspace, "abs.txt"), "utf8")).toBe("payload");
+    // Paths the filesystem refuses are the client's mistake: 4xx, never 500.
+    for (const [path, message] of [
+      [`${"a".repeat(300)}/b.txt`, /Path name too long/],
+      [`dir/${"c".repeat(300)}`, /Path name too long/],
+      [`${"x/".repeat(3000)}y`, /Path name too long/],
+      ["ok.txt/below.txt", /not a directory/],
+    ] as const) {
+      const r = await s.json<{ error: string; type: string }>("POST", "/files/upload-stream", {
+        path,
+        content_base64,
+      });
+      expect(r.status, path.slice(0, 40)).toBe(400);
+      expect(r.body.error).toMatch(message);
+      expect(r.body.error.length).toBeLessThan(300);
+    }
   });
 
   it("answers malformed JSON with 400 {error:'Invalid JSON: …', type:'ValueError'}", async () => {

@@ -7,7 +7,7 @@
  */
 import { lstatSync, readlinkSync, realpathSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
-import { forbidden } from "../domain/errors.js";
+import { badRequest, forbidden } from "../domain/errors.js";
 
 export const ACCESS_DENIED = "Access denied: path outside workspace";
 
@@ -53,6 +53,35 @@ export function isPermissionError(err: unknown): boolean {
 }
 
 export const permissionDenied = (rel: string) => forbidden(`Permission denied: ${rel === "" ? "." : rel}`);
+
+/** A client-supplied path for an error message (long ones shortened). */
+export const shown = (path: string) => (path.length > 200 ? `${path.slice(0, 200)}…` : path);
+
+/**
+ * A filesystem error caused by a path the client chose, as the 4xx it is (a name too long, a file where a
+ * directory is needed, no permission, …). Anything else is returned unchanged (the server's own failure).
+ */
+export function clientPathError(err: unknown, path: string): unknown {
+  switch (errCode(err)) {
+    case "ENAMETOOLONG":
+      return badRequest(`Path name too long: ${shown(path)}`, "path");
+    case "ENOTDIR":
+    case "EEXIST":
+      return badRequest(`Parent path is not a directory: ${shown(path)}`, "path");
+    case "EISDIR":
+      return badRequest(`Path is a directory: ${shown(path)}`, "path");
+    case "ELOOP":
+      return forbidden(ACCESS_DENIED);
+    case "EINVAL":
+      return badRequest(`Invalid path: ${shown(path)}`, "path");
+    case "EACCES":
+    case "EPERM":
+    case "EROFS":
+      return forbidden(`Permission denied: ${shown(path)}`);
+    default:
+      return err;
+  }
+}
 
 /** `true` when `p` equals `realRoot` or lies below it (both absolute, normalised). */
 export function isInside(realRoot: string, p: string): boolean {

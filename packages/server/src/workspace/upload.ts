@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { lstatSync, mkdirSync, realpathSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { badRequest, forbidden, payloadTooLarge } from "../domain/errors.js";
-import { isInside, isPermissionError, realpathLoose, realRootOf } from "./paths.js";
+import { clientPathError, isInside, realpathLoose, realRootOf } from "./paths.js";
 
 export const DEFAULT_MAX_UPLOAD_BYTES = 100 * 1024 * 1024;
 export const PATH_ESCAPES = "Path escapes base directory";
@@ -74,9 +74,8 @@ export function writeUpload(
   try {
     real = realpathLoose(resolve(realRoot, rawPath));
   } catch (err) {
-    // A directory on the way the server may not search: where the path leads cannot be checked.
-    if (isPermissionError(err)) throw forbidden(`Permission denied: ${rawPath}`);
-    throw err;
+    // E.g. a directory on the way the server may not search: where the path leads cannot be checked.
+    throw clientPathError(err, rawPath);
   }
   if (real === null || !isInside(realRoot, real)) throw forbidden(PATH_ESCAPES);
   if (real === realRoot) throw badRequest(`Path is a directory: ${rawPath}`, "path");
@@ -89,23 +88,22 @@ export function writeUpload(
   try {
     mkdirSync(dir, { recursive: true });
   } catch (err) {
-    const code = errCode(err);
-    if (code === "ENOTDIR" || code === "EEXIST") {
-      throw badRequest(`Parent path is not a directory: ${rawPath}`, "path");
-    }
-    if (isPermissionError(err)) throw forbidden(`Permission denied: ${rawPath}`);
-    throw err;
+    throw clientPathError(err, rawPath);
   }
   // Re-check after mkdir: a component swapped for a symlink in the meantime must not redirect the write.
-  const realDir = realpathSync(dir);
+  let realDir: string;
+  try {
+    realDir = realpathSync(dir);
+  } catch (err) {
+    throw clientPathError(err, rawPath);
+  }
   if (!isInside(realRoot, realDir)) throw forbidden(PATH_ESCAPES);
   const target = join(realDir, basename(real));
   let existing: ReturnType<typeof lstatSync>;
   try {
     existing = lstatSync(target, { throwIfNoEntry: false });
   } catch (err) {
-    if (isPermissionError(err)) throw forbidden(`Permission denied: ${rawPath}`);
-    throw err;
+    throw clientPathError(err, rawPath);
   }
   if (existing?.isDirectory()) throw badRequest(`Path is a directory: ${rawPath}`, "path");
 
@@ -119,11 +117,7 @@ export function writeUpload(
     } catch {
       // already renamed or never created
     }
-    const code = errCode(err);
-    if (code === "EISDIR") throw badRequest(`Path is a directory: ${rawPath}`, "path");
-    if (code === "ENAMETOOLONG") throw badRequest(`Path name too long: ${rawPath}`, "path");
-    if (isPermissionError(err)) throw forbidden(`Permission denied: ${rawPath}`);
-    throw err;
+    throw clientPathError(err, rawPath);
   }
   return { path: target, bytes: data.length };
 }

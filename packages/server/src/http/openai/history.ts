@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Core } from "../../core.js";
-import { PageCache, RenderedItems } from "../../wire/openai-items.js";
 import * as openai from "../../wire/openai.js";
+import { PageCache, RenderedItems } from "../../wire/openai-items.js";
 import type { App } from "../app-types.js";
 import { ListQuery, SessionParams, TurnParams } from "../validate.js";
 
@@ -74,7 +74,13 @@ function itemRoutes(app: App, core: Core): void {
    * a client that sends back its ETag).
    */
   const pages = new PageCache();
-  const page = async (req: FastifyRequest, reply: FastifyReply, sessionId: string, q: ListQueryT, turnId?: string) => {
+  const page = async (
+    req: FastifyRequest,
+    reply: FastifyReply,
+    sessionId: string,
+    q: ListQueryT,
+    turnId?: string,
+  ) => {
     const seq = await store.lastEventSeq(sessionId);
     const key = `${sessionId}\u0000${turnId ?? ""}\u0000${q.limit ?? ""}\u0000${q.order ?? ""}\u0000${q.after ?? ""}`;
     const etag = `"${sessionId}.${seq}"`;

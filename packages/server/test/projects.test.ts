@@ -1,0 +1,204 @@
+// API keys with projects: keys are managed with the CLI while the server runs; once one exists every request
+// needs a key; a key sees only its project (another project's objects are 404 and never listed); revoked keys
+// stop working; the operator token keeps working; rate limits are per key, with 429 + Retry-After.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCliToExit } from "./cli-process.js";
+import { cleanup, type ServerFixture, startServer } from "./fixture.js";
+
+type Json = Record<string, unknown>;
+const OFFICIAL = { "openai-beta": "agents=v1" };
+
+async function keys(dataDir: string, ...args: string[]): Promise<Json[]> {
+  const r = await runCliToExit([...args, "--data-dir", dataDir], {}, 20_000, "keys");
+  expect(r.code, r.stderr).toBe(0);
+  return r.stdout
+    .trim()
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Json);
+}
+
+describe("API keys and projects", () => {
+  let s: ServerFixture;
+  let dir: string;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "cas-keys-"));
+    s = await startServer({ dataDir: dir, args: ["--token", "operator-token"] });
+  });
+  afterAll(async () => {
+    await s?.close();
+    cleanup(dir);
+  });
+
+  const as = (key: string, extra: Record<string, string> = {}) => ({
+    authorization: `Bearer ${key}`,
+    ...extra,
+  });
+
+  it("keys are created, listed and revoked with the CLI; only a hash is stored", async () => {
+    const [created] = await keys(dir, "create", "--project", "team-a");
+    expect(created).toMatchObject({ project: "team-a", admin: false });
+    expect(String(created!.key)).toMatch(/^cas_[0-9a-f]{24}_[0-9a-f]{64}$/);
+    const listed = await keys(dir, "list");
+    const mine = listed.find((k) => k.id === created!.id)!;
+    expect(mine).toMatchObject({ project: "team-a", revoked_at: null });
+    expect(JSON.stringify(listed)).not.toContain(String(created!.key).slice(29));
+    const stored = await s.service.core.store.getKey(String(created!.id));
+    expect(stored?.hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(stored?.hash).not.toContain(String(created!.key).slice(29));
+    const bad = await runCliToExit(
+      ["create", "--project", "no spaces allowed", "--data-dir", dir],
+      {},
+      20_000,
+      "keys",
+    );
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/project must be/);
+  });
+
+  it("a key sees only its own project; the other project's objects are 404 and never listed", async () => {
+    const [a] = await keys(dir, "create", "--project", "alpha");
+    const [b] = await keys(dir, "create", "--project", "beta");
+    const keyA = String(a!.key);
+    const keyB = String(b!.key);
+    const agent = await s.json<{ id: string }>("POST", "/v1/agents", { model: "mock-model" }, as(keyA));
+    expect(agent.status).toBe(200);
+    const session = await s.json<{ id: string }>(
+      "POST",
+      "/v1/agents/sessions",
+      { agent_id: agent.body.id, input: "Reply with exactly: alpha only" },
+      as(keyA),
+    );
+    expect(session.status).toBe(200);
+    const sid = session.body.id;
+    expect(JSON.stringify(session.body)).toContain("alpha only");
+
+    // Project beta: every way to reach alpha's objects is "not found", in both dialects.
+    for (const dialect of [{}, OFFICIAL]) {
+      for (const [method, path, body] of [
+        ["GET", `/v1/agents/${agent.body.id}`],
+        ["POST", `/v1/agents/${agent.body.id}`, { name: "stolen" }],
+        ["DELETE", `/v1/agents/${agent.body.id}`],
+        ["GET", `/v1/agents/sessions/${sid}`],
+        ["POST", `/v1/agents/sessions/${sid}`, { metadata: { x: "y" } }],
+        ["GET", `/v1/agents/sessions/${sid}/items`],
+        ["GET", `/v1/agents/sessions/${sid}/turns`],
+        ["GET", `/v1/agents/sessions/${sid}/events`],
+        [
+          "POST",
+          `/v1/agents/sessions/${sid}/events`,
+          "openai-beta" in dialect
+            ? { events: [{ type: "agent.session.input.message", input: "Reply with exactly: hijacked" }] }
+            : { input: "Reply with exactly: hijacked" },
+        ],
+        ["GET", `/v1/agents/sessions/${sid}/goal`],
+        ["GET", `/v1/agents/sessions/${sid}/artifacts`],
+        ["DELETE", `/v1/agents/sessions/${sid}`],
+      ] as Array<[string, string, unknown?]>) {
+        const r = await s.json(method, path, body, as(keyB, dialect));
+        expect(r.status, `${method} ${path} ${JSON.stringify(dialect)}`).toBe(404);
+      }
+      // Using alpha's agent to start a session in beta is not possible either.
+      const borrowed = await s.json(
+        "POST",
+        "/v1/agents/sessions",
+        { agent_id: agent.body.id },
+        as(keyB, dialect),
+      );
+      expect(borrowed.status).toBe(404);
+      const agents = await s.json<{ data: Json[] }>("GET", "/v1/agents", undefined, as(keyB, dialect));
+      expect(agents.body.data).toEqual([]);
+      const sessions = await s.json<{ data: Json[] }>(
+        "GET",
+        "/v1/agents/sessions",
+        undefined,
+        as(keyB, dialect),
+      );
+      expect(sessions.body.data).toEqual([]);
+    }
+    // Nothing of alpha was changed by beta's attempts.
+    const still = await s.json<{ name: string | null; metadata: Json }>(
+      "GET",
+      `/v1/agents/${agent.body.id}`,
+      undefined,
+      as(keyA, OFFICIAL),
+    );
+    expect(still.body.name).toBeNull();
+    const items = await s.json<{ data: Json[] }>(
+      "GET",
+      `/v1/agents/sessions/${sid}/items`,
+      undefined,
+      as(keyA),
+    );
+    expect(JSON.stringify(items.body)).not.toContain("hijacked");
+    // Alpha lists exactly its own.
+    const mine = await s.json<{ data: Array<{ id: string }> }>(
+      "GET",
+      "/v1/agents/sessions",
+      undefined,
+      as(keyA),
+    );
+    expect(mine.body.data.map((x) => x.id)).toEqual([sid]);
+    // The operator token sees the default project, not alpha's.
+    const operator = await s.json("GET", `/v1/agents/sessions/${sid}`, undefined, as("operator-token"));
+    expect(operator.status).toBe(404);
+  });
+
+  it("once keys exist, a request without one (or with a wrong or revoked one) is 401; /health stays open", async () => {
+    const [k] = await keys(dir, "create", "--project", "gamma");
+    const key = String(k!.key);
+    expect((await s.request("GET", "/v1/agents")).status).toBe(401);
+    expect((await s.request("GET", "/v1/agents", undefined, as(`${key.slice(0, -1)}0`))).status).toBe(401);
+    expect((await s.request("GET", "/v1/agents", undefined, { "x-access-token": key })).status).toBe(200);
+    const health = await s.json<Json>("GET", "/health");
+    expect(health.status).toBe(200);
+    expect(JSON.stringify(health.body)).not.toMatch(/sess_|agent_|gamma|alpha/);
+    await keys(dir, "revoke", String(k!.id));
+    const revoked = await s.json<{ error: { type: string } }>(
+      "GET",
+      "/v1/agents",
+      undefined,
+      as(key, OFFICIAL),
+    );
+    expect(revoked.status).toBe(401);
+    expect(revoked.body.error.type).toBe("authentication_error");
+    const again = await runCliToExit(["revoke", String(k!.id), "--data-dir", dir], {}, 20_000, "keys");
+    expect(again.code).toBe(2);
+  });
+});
+
+describe("rate limit per key", () => {
+  let s: ServerFixture;
+  let dir: string;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "cas-rate-"));
+    s = await startServer({ dataDir: dir, args: ["--rate-limit", "5"] });
+  });
+  afterAll(async () => {
+    await s?.close();
+    cleanup(dir);
+  });
+
+  it("answers 429 with Retry-After in each dialect's shape; another key has its own budget", async () => {
+    const [a] = await keys(dir, "create", "--project", "p1");
+    const [b] = await keys(dir, "create", "--project", "p2");
+    const auth = (k: Json) => ({ authorization: `Bearer ${String(k.key)}` });
+    for (let i = 0; i < 5; i++)
+      expect((await s.request("GET", "/v1/agents", undefined, auth(a!))).status).toBe(200);
+    const limited = await s.request("GET", "/v1/agents", undefined, auth(a!));
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(await limited.json()).toMatchObject({ type: "RateLimitError" });
+    const official = await s.json<{ error: { type: string; code: string } }>("GET", "/v1/agents", undefined, {
+      ...auth(a!),
+      ...OFFICIAL,
+    });
+    expect(official.status).toBe(429);
+    expect(official.body.error).toMatchObject({ type: "rate_limit_error", code: "rate_limit_exceeded" });
+    expect((await s.request("GET", "/v1/agents", undefined, auth(b!))).status).toBe(200);
+    expect((await s.request("GET", "/health")).status).toBe(200);
+  });
+});
