@@ -40,10 +40,6 @@ export function validateBase64(s: string): number {
   return (s.length / 4) * 3 - pad;
 }
 
-function errCode(err: unknown): string | undefined {
-  return (err as NodeJS.ErrnoException | null)?.code;
-}
-
 /**
  * Writes `body.content_base64` (standard base64) to `body.path` — absolute, or relative to `root` — creating
  * parent directories; the write is atomic (temp file in the target directory + rename). The target's real
