@@ -9,6 +9,7 @@ import { dialectConstraint } from "./http/dialect.js";
 import { installErrorHandling, sendError } from "./http/errors.js";
 import { parseJson } from "./http/json.js";
 import { openaiPlugin } from "./http/openai/index.js";
+import { consoleRoutes } from "./http/ops/console.js";
 import { healthRoutes } from "./http/ops/health.js";
 import { installRateLimit } from "./http/rate-limit.js";
 import { installRequestLog } from "./http/request-log.js";
@@ -83,6 +84,7 @@ export function buildApp(core: Core): App {
   installAuth(app, core);
   installRateLimit(app, core.config.rateLimitPerMinute);
   healthRoutes(app, core);
+  consoleRoutes(app);
   app.register(openaiPlugin(core));
   app.register(templatePlugin(core));
   for (const url of UNIMPLEMENTED) {

@@ -2,7 +2,8 @@
  * Who is calling: every request gets a scope (its project). With API keys, a request must carry an active key
  * (`Authorization: Bearer cas_…` or `X-Access-Token`) and sees its key's project only; the operator's `--token`
  * keeps working as an admin of the default project. Without keys: the single `--token` if one is configured,
- * else nobody is asked (loopback binds only; see config). `/health` is always open and tells nothing per project.
+ * else nobody is asked (loopback binds only; see config). `/health` (nothing per project) and the console's static
+ * files are always open.
  */
 import { timingSafeEqual } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
@@ -41,8 +42,10 @@ function offered(req: FastifyRequest): string[] {
 
 const OPERATOR: Scope = { projectId: DEFAULT_PROJECT, admin: true };
 
+/** Open to everyone: liveness, and the console's static files (it asks for the key itself). */
 export function isOpenPath(url: string): boolean {
-  return url === "/health" || url.startsWith("/health?");
+  const path = url.split("?", 1)[0]!;
+  return path === "/health" || path === "/console" || path.startsWith("/console/");
 }
 
 export function installAuth(app: FastifyInstance, core: Core): void {
