@@ -1,0 +1,61 @@
+/** API objects as the official `openai` SDK types them, plus this server's extensions (goals, /health). */
+import type {
+  Agent,
+  AgentOutputItem,
+  AgentSession,
+  AgentSessionEvent,
+  AgentSessionItem,
+  TokenUsage,
+} from "openai/resources/beta/agents/agents";
+import type { SessionArtifact } from "openai/resources/beta/agents/sessions/artifacts";
+import type { Turn } from "openai/resources/beta/agents/sessions/turns/turns";
+
+export type { Agent, AgentSession, AgentSessionEvent, SessionArtifact, TokenUsage, Turn };
+
+/** What the items API returns and what the stream's item events carry. */
+export type Item = AgentSessionItem | AgentOutputItem;
+
+export type SessionStatus = AgentSession["status"];
+
+/** The goal resource (GET/POST/DELETE /v1/agents/sessions/{id}/goal): an extension of this server. */
+export interface Goal {
+  object: "agent.session.goal";
+  session_id: string;
+  objective: string;
+  status: "active" | "paused" | "blocked" | "usage_limited" | "budget_limited" | "complete";
+  status_reason: string | null;
+  token_budget: number | null;
+  tokens_used: number;
+  max_turns: number | null;
+  turns_used: number;
+  max_duration_seconds: number | null;
+  time_used_seconds: number;
+  turn_id: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** Caps a client may give when it starts a goal (missing ones take the server's defaults). */
+export interface GoalCaps {
+  max_turns?: number;
+  token_budget?: number;
+  max_duration_seconds?: number;
+}
+
+/** `agent.session.goal.updated`: on the session stream of this server, not in the SDK's event union. */
+export interface GoalUpdatedEvent {
+  type: "agent.session.goal.updated";
+  event_id: string;
+  session_id: string;
+  turn_id: string | null;
+  goal: Goal | null;
+}
+
+export type StreamEvent = AgentSessionEvent | GoalUpdatedEvent;
+
+/** GET /health. */
+export interface Health {
+  status: string;
+  engines: Array<{ index: number; running: boolean; threads: number }>;
+  active_turns: number;
+}

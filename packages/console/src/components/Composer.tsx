@@ -1,0 +1,141 @@
+import { type FormEvent, type KeyboardEvent, useState } from "react";
+import { errorMessage } from "../api/client";
+import { useApi } from "../api/context";
+import { cancelTurn, sendMessage } from "../api/session-input";
+import type { GoalCaps } from "../api/types";
+
+const positive = (s: string): number | undefined => {
+  const n = Number(s);
+  return s.trim() && Number.isInteger(n) && n > 0 ? n : undefined;
+};
+
+/**
+ * Sends a message (a new turn when idle; while a turn runs the same message steers it), cancels the running
+ * turn, or starts a goal whose objective is the message.
+ */
+export function Composer(props: { sessionId: string; running: boolean }) {
+  const { client } = useApi();
+  const [text, setText] = useState("");
+  const [asGoal, setAsGoal] = useState(false);
+  const [maxTurns, setMaxTurns] = useState("");
+  const [tokenBudget, setTokenBudget] = useState("");
+  const [maxMinutes, setMaxMinutes] = useState("");
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  const goalCaps = (): GoalCaps | true => {
+    const caps: GoalCaps = {};
+    const turns = positive(maxTurns);
+    const tokens = positive(tokenBudget);
+    const minutes = positive(maxMinutes);
+    if (turns) caps.max_turns = turns;
+    if (tokens) caps.token_budget = tokens;
+    if (minutes) caps.max_duration_seconds = minutes * 60;
+    return Object.keys(caps).length ? caps : true;
+  };
+
+  const act = async (what: () => Promise<void>) => {
+    setBusy(true);
+    setError(null);
+    try {
+      await what();
+    } catch (err) {
+      setError(errorMessage(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const send = () => {
+    const message = text.trim();
+    if (!message) return;
+    void act(async () => {
+      const goal = asGoal && !props.running ? goalCaps() : undefined;
+      await sendMessage(client, props.sessionId, message, goal);
+      setText("");
+      if (goal) setAsGoal(false);
+    });
+  };
+
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    send();
+  };
+  const onKey = (e: KeyboardEvent<HTMLTextAreaElement>) => {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) send();
+  };
+
+  return (
+    <form className="composer" onSubmit={submit} aria-label="composer">
+      <textarea
+        name="message"
+        aria-label="Message"
+        rows={3}
+        value={text}
+        onChange={(e) => setText(e.target.value)}
+        onKeyDown={onKey}
+        placeholder={props.running ? "Steer the running turn…" : "Message the agent (Ctrl+Enter sends)"}
+      />
+      <div className="composer-actions">
+        <label className="check">
+          <input
+            type="checkbox"
+            name="as-goal"
+            checked={asGoal}
+            disabled={props.running}
+            onChange={(e) => setAsGoal(e.target.checked)}
+          />
+          Start as a goal
+        </label>
+        {asGoal && !props.running && (
+          <>
+            <label>
+              Max turns
+              <input
+                name="max-turns"
+                inputMode="numeric"
+                value={maxTurns}
+                onChange={(e) => setMaxTurns(e.target.value)}
+              />
+            </label>
+            <label>
+              Token budget
+              <input
+                name="token-budget"
+                inputMode="numeric"
+                value={tokenBudget}
+                onChange={(e) => setTokenBudget(e.target.value)}
+              />
+            </label>
+            <label>
+              Max minutes
+              <input
+                name="max-minutes"
+                inputMode="numeric"
+                value={maxMinutes}
+                onChange={(e) => setMaxMinutes(e.target.value)}
+              />
+            </label>
+          </>
+        )}
+        <span className="spacer" />
+        <button type="submit" disabled={busy || !text.trim()}>
+          {props.running ? "Steer" : asGoal ? "Start goal" : "Send"}
+        </button>
+        <button
+          type="button"
+          className="danger"
+          disabled={busy || !props.running}
+          onClick={() => act(() => cancelTurn(client, props.sessionId))}
+        >
+          Cancel turn
+        </button>
+      </div>
+      {error && (
+        <p role="alert" className="error">
+          {error}
+        </p>
+      )}
+    </form>
+  );
+}

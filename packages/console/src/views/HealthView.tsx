@@ -1,0 +1,46 @@
+import { useApi } from "../api/context";
+import { fetchHealth } from "../api/health";
+import { usePoll } from "../hooks/usePoll";
+
+/** GET /health: the engine processes, their loaded threads, the turns running now. */
+export function HealthView() {
+  const { auth } = useApi();
+  const health = usePoll((signal) => fetchHealth(auth, signal), 2_000, "health");
+  const h = health.data;
+  return (
+    <section className="health">
+      <h2>Engines</h2>
+      {health.error && (
+        <p role="alert" className="error">
+          {health.error}
+        </p>
+      )}
+      {h && (
+        <>
+          <p>
+            Status <strong data-testid="health-status">{h.status}</strong> · active turns{" "}
+            <strong data-testid="active-turns">{h.active_turns}</strong>
+          </p>
+          <table className="list" aria-label="engines">
+            <thead>
+              <tr>
+                <th>Engine</th>
+                <th>Process</th>
+                <th>Loaded threads</th>
+              </tr>
+            </thead>
+            <tbody>
+              {h.engines.map((e) => (
+                <tr key={e.index}>
+                  <td>#{e.index}</td>
+                  <td>{e.running ? "running" : "not started"}</td>
+                  <td>{e.threads}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </>
+      )}
+    </section>
+  );
+}
