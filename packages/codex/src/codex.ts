@@ -11,8 +11,10 @@ export interface CodexOptions {
   codexPath?: string;
   /** CODEX_HOME for the engine (config.toml, sessions, state). */
   codexHome?: string;
-  /** Extra environment for the engine process (merged over process.env). */
+  /** Extra environment for the engine process (merged over process.env, unless `inheritEnv` is false). */
   env?: Record<string, string | undefined>;
+  /** Start the engine with `env` only, not this process's environment (default true: inherit). */
+  inheritEnv?: boolean;
   /** config.toml overrides, passed as `-c key=value`. */
   config?: Record<string, string | number | boolean>;
   /** Working directory of the engine process. */
@@ -27,6 +29,11 @@ export interface CodexOptions {
 }
 
 export type { RawNotification };
+
+/** The permission profile a thread runs under (an experimental field of thread/start and thread/resume). */
+interface ProfileProvenance {
+  activePermissionProfile?: { id: string } | null;
+}
 
 function tomlValue(v: string | number | boolean): string {
   return typeof v === "string" ? JSON.stringify(v) : String(v);
@@ -71,7 +78,7 @@ export class Codex {
     const args: string[] = [];
     for (const [k, v] of Object.entries(opts.config ?? {})) args.push("-c", `${k}=${tomlValue(v)}`);
     args.push("app-server", "--listen", "stdio://");
-    const env: NodeJS.ProcessEnv = { ...process.env, ...opts.env };
+    const env: NodeJS.ProcessEnv = { ...(opts.inheritEnv === false ? {} : process.env), ...opts.env };
     if (opts.codexHome) env.CODEX_HOME = opts.codexHome;
     env.CODEX_APP_SERVER_DISABLE_MANAGED_CONFIG ??= "1";
     env.RUST_LOG ??= "warn";
@@ -126,8 +133,10 @@ export class Codex {
 
   async startThread(opts: ThreadOptions = {}): Promise<Thread> {
     const { onServerRequest, ...params } = opts;
-    const res = await this.request<ThreadStartResponse>("thread/start", params);
-    return this.adopt(res.thread.id, res.thread.ephemeral, onServerRequest);
+    const res = await this.request<ThreadStartResponse & ProfileProvenance>("thread/start", params);
+    const thread = this.adopt(res.thread.id, res.thread.ephemeral, onServerRequest);
+    thread.permissionProfile = res.activePermissionProfile?.id ?? null;
+    return thread;
   }
 
   /** Loads a persisted thread into this process (e.g. after a restart) and returns its handle. */
@@ -135,7 +144,12 @@ export class Codex {
     const { onServerRequest, ephemeral: _ephemeral, ...params } = opts;
     const thread = this.adopt(threadId, false, onServerRequest);
     try {
-      await this.request("thread/resume", { threadId, excludeTurns: true, ...params });
+      const res = await this.request<ProfileProvenance>("thread/resume", {
+        threadId,
+        excludeTurns: true,
+        ...params,
+      });
+      thread.permissionProfile = res.activePermissionProfile?.id ?? null;
     } catch (err) {
       this.threads.delete(threadId);
       throw err;

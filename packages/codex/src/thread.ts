@@ -2,10 +2,18 @@ import { InvalidRequestError } from "./errors.js";
 import type { Thread as ProtocolThread } from "./generated/v2/Thread.js";
 import type { ThreadGoal } from "./generated/v2/ThreadGoal.js";
 import type { ThreadGoalStatus } from "./generated/v2/ThreadGoalStatus.js";
+import type { Turn as ProtocolTurn } from "./generated/v2/Turn.js";
 import type { TurnStartResponse } from "./generated/v2/TurnStartResponse.js";
 import { goalObjective, normalizeInput, toProtocolInput } from "./input.js";
 import { Turn, TurnOperation } from "./turn.js";
-import type { Input, ServerRequestHandler, TokenUsageBreakdown, TurnOptions, TurnResult } from "./types.js";
+import type {
+  GoalDriver,
+  Input,
+  ServerRequestHandler,
+  TokenUsageBreakdown,
+  TurnOptions,
+  TurnResult,
+} from "./types.js";
 
 /** What a thread needs from the client that owns it. */
 export interface ThreadHost {
@@ -24,6 +32,8 @@ export class Thread {
   private active: TurnOperation | null = null;
   /** Last cumulative token usage seen for this thread (baseline for per-turn usage). */
   usageTotal: TokenUsageBreakdown | null = null;
+  /** The engine's permission profile for this thread, as it reported when it started or resumed it. */
+  permissionProfile: string | null = null;
 
   constructor(
     private readonly host: ThreadHost,
@@ -79,17 +89,26 @@ export class Thread {
     try {
       if (goal) {
         op.armGoal("paused");
-        op.activateAfterFirstTurn(async () => {
-          const current = await this.getGoal();
-          if (current?.status !== "paused") return current?.status ?? null;
-          return (await this.setGoal({ status: "active" })).status;
-        });
+        const drive = goal.drive;
+        op.afterEngineTurn(
+          drive
+            ? (turn) => this.driven(drive, turn, op)
+            : async () => {
+                // The first turn ended: the engine runs the continuations from now on (unless the model already
+                // finished the goal).
+                op.afterEngineTurn(null);
+                const current = await this.getGoal();
+                if (current?.status !== "paused") return "finish";
+                return (await this.setGoal({ status: "active" })).status === "active" ? "continue" : "finish";
+              },
+        );
       }
       const res = await this.host.request<TurnStartResponse>("turn/start", {
         threadId: this.id,
         input: toProtocolInput(items),
         ...(opts.model !== undefined ? { model: opts.model } : {}),
         ...(opts.effort !== undefined ? { effort: opts.effort } : {}),
+        ...(opts.summary !== undefined ? { summary: opts.summary } : {}),
         ...(opts.outputSchema !== undefined ? { outputSchema: opts.outputSchema } : {}),
         ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
         ...(opts.approvalPolicy !== undefined ? { approvalPolicy: opts.approvalPolicy } : {}),
@@ -108,7 +127,9 @@ export class Thread {
    * Resumes the thread's paused goal: sets it `active` and follows the engine turn the engine starts for it (and
    * its continuations) as one logical turn. Rejects if no goal exists or no turn starts within `startTimeoutMs`.
    */
-  async resumeGoal(opts: { tokenBudget?: number; startTimeoutMs?: number } = {}): Promise<Turn> {
+  async resumeGoal(
+    opts: { tokenBudget?: number; startTimeoutMs?: number; drive?: GoalDriver } = {},
+  ): Promise<Turn> {
     if (this.busy) throw new InvalidRequestError(`thread ${this.id} already has an active turn`);
     const op = new TurnOperation(this.hostFor(), true, this.usageTotal);
     this.active = op;
@@ -122,6 +143,13 @@ export class Thread {
       });
       if (set.goal.status !== "active") {
         throw new InvalidRequestError(`goal cannot be resumed from status ${set.goal.status}`);
+      }
+      const drive = opts.drive;
+      if (drive) {
+        // One continuation at a time: the pause goes right behind the activation, so the engine runs the turn the
+        // activation started and no other; the driver decides about each next one.
+        await this.setGoal({ status: "paused" });
+        op.afterEngineTurn((turn) => this.driven(drive, turn, op));
       }
       op.armGoal(set.goal.status);
       let timer: NodeJS.Timeout | undefined;
@@ -143,6 +171,28 @@ export class Thread {
       throw err;
     }
     return new Turn(op);
+  }
+
+  /** Asks the driver after an engine turn; runs exactly one more continuation when it says so. */
+  private async driven(
+    drive: GoalDriver,
+    turn: ProtocolTurn,
+    op: TurnOperation,
+  ): Promise<"continue" | "finish"> {
+    const goal = await this.getGoal();
+    if (
+      !goal ||
+      goal.status !== "paused" ||
+      !(await drive({ turn, goal, engineTurns: op.engineTurnCount }))
+    ) {
+      return "finish";
+    }
+    // Activation starts a continuation on the idle thread; the pause sent right behind it (pipelined) lets that
+    // one run and the engine start no other by itself.
+    const active = this.setGoal({ status: "active" });
+    const paused = this.setGoal({ status: "paused" });
+    await Promise.all([active, paused]);
+    return "continue";
   }
 
   /** `turn(input, opts)` then `run()`. */

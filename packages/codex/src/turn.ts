@@ -103,6 +103,11 @@ export class TurnOperation {
     return this.finishedFlag;
   }
 
+  /** Engine turns this logical turn has started so far. */
+  get engineTurnCount(): number {
+    return this.engineTurns;
+  }
+
   /** The engine turn currently running (goal turns move from one to the next). */
   get currentEngineTurn(): string | null {
     return this.current;
@@ -115,15 +120,16 @@ export class TurnOperation {
   }
 
   /**
-   * Goal turns started with input: when the first engine turn has completed (not failed or interrupted), call
-   * `activate` (it activates the goal unless the model already finished it) instead of ending the logical turn;
-   * the engine then starts the continuations, which this operation follows.
+   * Called when an engine turn of this goal turn has completed (not failed or interrupted), instead of deciding by
+   * the goal's status: "continue" means it has made the engine start another continuation (which this operation
+   * then follows), "finish" ends the logical turn. Without one, the logical turn ends when the goal leaves
+   * `active` (the engine continues by itself while it is).
    */
-  activateAfterFirstTurn(activate: () => Promise<ThreadGoalStatus | null>): void {
-    this.activation = activate;
+  afterEngineTurn(next: ((turn: ProtocolTurn) => Promise<"continue" | "finish">) | null): void {
+    this.next = next;
   }
 
-  private activation: (() => Promise<ThreadGoalStatus | null>) | null = null;
+  private next: ((turn: ProtocolTurn) => Promise<"continue" | "finish">) | null = null;
 
   /** The engine answered `turn/start`: its id is the logical id. Buffered notifications are replayed. */
   bind(turnId: string): void {
@@ -229,8 +235,11 @@ export class TurnOperation {
         this.lastCompletion = turn;
         if (this.current === turn.id) this.current = null;
         if (!this.goal || turn.status === "failed" || turn.status === "interrupted") this.finish();
-        else if (this.activation && !this.userInterrupted) this.activate(this.activation);
-        else this.maybeFinishGoal();
+        else if (this.next) {
+          // Interrupted by the user after this engine turn had already finished: nothing follows.
+          if (this.userInterrupted) this.finish();
+          else this.decide(this.next, turn);
+        } else this.maybeFinishGoal();
         return;
       }
       case "thread/goal/updated": {
@@ -257,30 +266,32 @@ export class TurnOperation {
     this.queue.push((this.goal ? withTurnId(n, this.logicalId!) : n) as TurnEvent);
   }
 
-  private activate(activation: () => Promise<ThreadGoalStatus | null>): void {
-    this.activation = null;
-    this.activating = true;
-    activation().then(
-      (status) => {
-        this.activating = false;
+  private decide(next: (turn: ProtocolTurn) => Promise<"continue" | "finish">, turn: ProtocolTurn): void {
+    this.deciding = true;
+    next(turn).then(
+      (decision) => {
+        this.deciding = false;
         if (this.finishedFlag) return;
-        // A continuation may already have started (its turn/started arrives before the answer).
-        if (status !== null && (this.goalStatus === "paused" || this.goalStatus === null))
-          this.goalStatus = status;
-        if (status === null) this.goalCleared = true;
+        if (decision === "finish") {
+          // Unless a continuation already started (its completion will ask again).
+          if (this.current === null) this.finish();
+          return;
+        }
+        // Handed over to the engine (no more decisions): the goal is active now, whatever notification is late.
+        if (!this.next && this.goalStatus === "paused") this.goalStatus = "active";
         this.maybeFinishGoal();
       },
       (err: unknown) => {
-        this.activating = false;
+        this.deciding = false;
         this.fail(err instanceof Error ? err : new CodexError(String(err)));
       },
     );
   }
 
-  private activating = false;
+  private deciding = false;
 
   private maybeFinishGoal(): void {
-    if (this.activating) return;
+    if (this.deciding || this.next) return;
     if (this.current !== null || this.lastCompletion === null) return;
     if (this.goalCleared || (this.goalStatus !== null && this.goalStatus !== "active")) this.finish();
   }

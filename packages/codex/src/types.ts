@@ -71,13 +71,28 @@ export type TurnEvent =
 export interface GoalOptions {
   /** Engine-side token budget for the goal (positive). */
   tokenBudget?: number;
+  /**
+   * Drive the continuations instead of letting the engine run them: after each engine turn that completes with the
+   * goal unfinished, the driver says whether one more continuation runs. The engine then never starts one by
+   * itself, so caps are exact (a pause can never arrive too late).
+   */
+  drive?: GoalDriver;
 }
+
+/** Decides, after an engine turn of a goal turn, whether one more continuation runs. */
+export type GoalDriver = (state: {
+  turn: ProtocolTurn;
+  goal: ThreadGoal;
+  engineTurns: number;
+}) => Promise<boolean> | boolean;
 
 export interface TurnOptions {
   /** Run the input as a goal: the engine keeps continuing until the goal leaves `active`. */
   goal?: boolean | GoalOptions;
   model?: string;
   effort?: "none" | "minimal" | "low" | "medium" | "high" | "xhigh";
+  /** Reasoning summaries the model should produce. */
+  summary?: "auto" | "concise" | "detailed" | "none";
   /** JSON Schema the final message must follow. */
   outputSchema?: Record<string, unknown>;
   cwd?: string;

@@ -457,6 +457,32 @@ describe("goal mode (beyond the seed)", () => {
     expect(updates.at(-1)!.tokensUsed).toBeGreaterThan(0);
   });
 
+  it("a driven goal runs exactly the continuations its driver allows, and the engine starts none by itself", async () => {
+    f = await fixture();
+    f.mock.setFallback(() => scripts.assistantMessage("still working"));
+    const thread = await f.codex.startThread();
+    const asked: number[] = [];
+    const turn = await thread.turn("Endless work", {
+      goal: {
+        drive: ({ engineTurns, goal }) => {
+          asked.push(engineTurns);
+          expect(goal.status).toBe("paused");
+          return engineTurns < 3;
+        },
+      },
+    });
+    const result = await turn.run();
+    expect(result.status).toBe("completed");
+    expect(result.engineTurns).toBe(3);
+    expect(asked).toEqual([1, 2, 3]);
+    expect(f.mock.requests()).toHaveLength(3);
+    expect((await thread.getGoal())?.status).toBe("paused");
+    // Nothing else runs afterwards: a plain turn is the next request.
+    await thread.run("plain");
+    expect(f.mock.requests()).toHaveLength(4);
+    expect(f.mock.requests().at(-1)!.lastUserText()).toBe("plain");
+  });
+
   it("resumes a paused goal as one logical turn on the same thread", async () => {
     f = await fixture();
     const gate = new Gate();

@@ -12,7 +12,7 @@ import { openaiPlugin } from "./http/openai/index.js";
 import { consoleRoutes } from "./http/ops/console.js";
 import { healthRoutes } from "./http/ops/health.js";
 import { installRateLimit } from "./http/rate-limit.js";
-import { installRequestLog } from "./http/request-log.js";
+import { RequestLog } from "./http/request-log.js";
 import { templatePlugin } from "./http/template/index.js";
 import { installTrustBoundaries } from "./http/trust.js";
 import { validatorCompiler } from "./http/validate.js";
@@ -42,8 +42,8 @@ declare module "fastify" {
 export function buildApp(core: Core): App {
   const app = Fastify({
     loggerInstance: core.logger as FastifyBaseLogger,
-    // http/request-log.ts logs each request once it is answered, without secrets in its URL.
-    disableRequestLogging: true,
+    // One line per answered request, without secrets in its URL.
+    logController: new RequestLog(),
     bodyLimit: core.config.bodyLimitBytes,
     return503OnClosing: true,
     // On close, idle keep-alive connections are dropped at once; streams still being written end on their own.
@@ -75,7 +75,6 @@ export function buildApp(core: Core): App {
       done(err as Error, undefined);
     }
   });
-  installRequestLog(app);
   installErrorHandling(app);
   installTrustBoundaries(app, {
     allowedHosts: new Set(core.config.allowedHosts),

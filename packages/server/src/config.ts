@@ -39,6 +39,8 @@ export interface Config {
   maxThreadsPerEngine: number;
   sandbox: SandboxMode;
   bodyLimitBytes: number;
+  /** How often an idle SSE stream gets a keep-alive comment. */
+  sseKeepaliveMs: number;
   logLevel: string;
   codexPath: string | undefined;
   goals: GoalLimits;
@@ -224,6 +226,7 @@ export function loadConfig(
     maxThreadsPerEngine: int("AGENT_MAX_THREADS_PER_ENGINE", env.AGENT_MAX_THREADS_PER_ENGINE, 100, 1),
     sandbox,
     bodyLimitBytes: int("AGENT_BODY_LIMIT", env.AGENT_BODY_LIMIT, 10 * 1024 * 1024, 1024),
+    sseKeepaliveMs: int("AGENT_SSE_KEEPALIVE_MS", env.AGENT_SSE_KEEPALIVE_MS, 15_000, 10),
     logLevel: values["log-level"] ?? env.LOG_LEVEL ?? "info",
     codexPath: values["codex-path"] ?? env.CODEX_PATH,
     goals: {

@@ -6,7 +6,7 @@ import pino, { type Logger } from "pino";
 import { buildApp } from "./app.js";
 import type { Config } from "./config.js";
 import { type Core, createCore, recover } from "./core.js";
-import { prepareCodexHome } from "./engine/codex-home.js";
+import { isolated, PERMISSION_PROFILE, prepareCodexHome } from "./engine/codex-home.js";
 import { EnginePool } from "./engine/pool.js";
 import type { App } from "./http/app-types.js";
 import { IDEMPOTENCY_TTL_SECONDS } from "./http/idempotency.js";
@@ -59,6 +59,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     env: home.env,
     cwd: config.workspaceRoot,
     logger,
+    ...(isolated(config) ? { requiredProfile: PERMISSION_PROFILE } : {}),
     ...(config.codexPath ? { codexPath: config.codexPath } : {}),
   });
   const core = createCore(config, { store, engines, logger, clock });

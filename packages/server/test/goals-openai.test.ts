@@ -160,6 +160,20 @@ it("a goal while a turn runs is a clear 409; goal caps apply in this dialect too
     status_reason: "max_turns",
     turns_used: 1,
   });
+  if (fx.mock.requests().length !== 2)
+    require("node:fs").writeFileSync(
+      "/tmp/dbg-409.json",
+      JSON.stringify(
+        fx.mock
+          .requests()
+          .map((r) => [
+            r.threadId,
+            r.lastUserText()?.slice(0, 60),
+            r.isGoalContinuation(),
+            JSON.stringify(r.inputItems().slice(-1)).slice(0, 200),
+          ]),
+      ),
+    );
   expect(fx.mock.requests()).toHaveLength(2);
   const bad = await client.beta.agents.sessions.events
     .create(session.id, {

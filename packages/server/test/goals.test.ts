@@ -87,11 +87,9 @@ describe("goal turns (template dialect)", () => {
       max_turns: 5,
       turn_id: [...turnIds][0],
     });
-    // Per-goal accounting (the engine's): input - cached + output of each response charged while the goal was
-    // active. The first turn (the user's input) runs before the goal is activated, so it is not charged; the
-    // update_goal response (4) is charged or not depending on whether the engine saw the completion first. The
-    // thread's earlier/later plain turns are never charged to the goal; the turn's usage counts everything.
-    expect([0, 4]).toContain(g.body.tokens_used);
+    // Per-goal accounting: input − cached + output of every model response of the goal's turns (the first one
+    // included), counted by the server — here exactly the logical turn's usage (12 − 2 + 6).
+    expect(g.body.tokens_used).toBe(16);
     const session = await fx.json<{ usage: { input_tokens: number } }>("GET", `/v1/agents/sessions/${id}`);
     expect(session.body.usage.input_tokens).toBe(12);
   });
@@ -267,6 +265,13 @@ describe("goal turns (template dialect)", () => {
     const resumed = await fx.json("POST", `/v1/agents/sessions/${id}/goal`, { status: "active" });
     expect(resumed.body).toMatchObject({ status: "active", status_reason: "resumed" });
     await waitFor(async () => (await goal(id)).body.status === "complete", 15_000, "goal complete");
+    // The goal is complete as soon as the model says so; its turn ends with the model's last reply after that.
+    await waitFor(
+      async () =>
+        (await fx.json<{ status: string }>("GET", `/v1/agents/sessions/${id}`)).body.status === "idle",
+      15_000,
+      "the goal's turn to end",
+    );
     expect(fx.mock.requests()[before]!.goalObjective()).toBe("Write the docs");
     const cleared = await fx.json("DELETE", `/v1/agents/sessions/${id}/goal`);
     expect(cleared.body).toMatchObject({ deleted: true });

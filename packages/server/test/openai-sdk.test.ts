@@ -4,7 +4,7 @@ import { mkdirSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type CapturedRequest, ev, Gate, scripts } from "@codex-agent-api/testkit";
 import type OpenAI from "openai";
-import { NotFoundError } from "openai";
+import { BadRequestError, NotFoundError } from "openai";
 import type { Agent, AgentSessionItem } from "openai/resources/beta/agents/agents";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readSse, type ServerFixture, startServer, waitFor } from "./fixture.js";
@@ -62,6 +62,38 @@ async function settledSession(id: string) {
 }
 
 describe("agents", () => {
+  it("partial settings are merged with the documented defaults, and sessions inherit them", async () => {
+    const a = await client.beta.agents.create({
+      model: "mock-model",
+      text: { verbosity: "low" } as never,
+      reasoning: { effort: "high" } as never,
+      multi_agent: { enabled: true } as never,
+    });
+    expect(a.text).toEqual({ format: { type: "text" }, verbosity: "low" });
+    expect(a.reasoning).toEqual({ effort: "high", summary: null });
+    expect(a.multi_agent).toEqual({ enabled: true, max_concurrent_subagents: null });
+    expect(a.service_tier).toBe("auto");
+    const updated = await client.beta.agents.update(a.id, {
+      text: { format: { type: "json_schema", schema: { type: "object" } } } as never,
+    });
+    expect(updated.text).toEqual({
+      format: { type: "json_schema", schema: { type: "object" } },
+      verbosity: "medium",
+    });
+    expect(updated.reasoning).toEqual({ effort: "high", summary: null });
+    const s = await client.beta.agents.sessions.create({
+      agent_id: a.id,
+      environment: { type: "none" },
+      agent: { reasoning: { summary: "concise" } as never },
+    });
+    expect(s.agent.reasoning).toEqual({ effort: null, summary: "concise" });
+    expect(s.agent.text).toEqual(updated.text);
+    const bad = await rejection(
+      client.beta.agents.create({ model: "m", reasoning: { effort: "extreme" } as never }),
+    );
+    expect(bad).toBeInstanceOf(BadRequestError);
+  });
+
   it("create, retrieve, update (POST) and delete", async () => {
     const created = await client.beta.agents.create({
       model: "mock-model",
@@ -227,8 +259,9 @@ describe("sessions", () => {
       input: text,
     });
     expect(s.status).toBe("in_progress");
+    // An inline agent is named after its session (the official type requires an id; it is not a saved agent).
     expect(s.agent).toMatchObject({
-      id: null,
+      id: `agent_${s.id.slice(5)}`,
       model: "mock-inline-model",
       instructions: "Inline instructions ZQX.",
     });
@@ -396,7 +429,7 @@ describe("sessions", () => {
     expect(turn.usage).toEqual(usage(7, 2, 3, 1));
   });
 
-  it("a failed turn: turn.failed + error event, the session stays idle and usable (also by the helper)", async () => {
+  it("a failed turn: turn.failed then idle (no error event), the session stays idle and usable (also by the helper)", async () => {
     const text = "Please fail";
     f.mock.enqueue(scripts.failure("the model broke"), lastUserIs(text));
     const stream = await client.beta.agents.sessions.create({
@@ -423,7 +456,8 @@ describe("sessions", () => {
     expect(turn.completed_at).toEqual(expect.any(Number));
     expect(turn.error).toEqual({ code: expect.any(String), message: expect.any(String) });
 
-    // On the stream (replayed from the start): turn.failed, the error event, then agent.session.idle.
+    // On the stream (replayed from the start): turn.failed (its turn carries the error), then agent.session.idle. No
+    // `error` event: the Python SDK raises on any streamed payload with a top-level `error`.
     const replay = await readSse(
       await fetch(`${f.url}/v1/agents/sessions/${sid}/events`, {
         headers: { "OpenAI-Beta": "agents=v1", "Last-Event-ID": "0" },
@@ -431,12 +465,10 @@ describe("sessions", () => {
       (e) => e.data.type === "agent.session.idle" && e.id !== null,
     );
     const types = replay.map((e) => e.data.type);
-    expect(types.slice(-3)).toEqual(["agent.session.turn.failed", "error", "agent.session.idle"]);
+    expect(types.slice(-2)).toEqual(["agent.session.turn.failed", "agent.session.idle"]);
+    expect(types).not.toContain("error");
+    expect(replay.some((e) => "error" in e.data)).toBe(false);
     expect(replay.at(-2)!.data).toMatchObject({
-      session_id: sid,
-      error: { message: turn.error!.message, code: turn.error!.code, type: "server_error", param: null },
-    });
-    expect(replay.at(-3)!.data).toMatchObject({
       turn_id: turn.id,
       turn: { status: "failed", error: turn.error },
       usage: expect.toSatisfy((u: unknown) => u === null || typeof u === "object"),
@@ -652,7 +684,7 @@ describe("items and turns", () => {
       expect(t).toMatchObject({
         object: "agent.session.turn",
         session_id: sid,
-        agent_id: null,
+        agent_id: `agent_${sid.slice(5)}`,
         subagent_id: null,
         status: "completed",
         error: null,
@@ -699,9 +731,10 @@ describe("items and turns", () => {
 describe("artifacts", () => {
   it("list, retrieve, content (bytes + content type) and delete workspace files", async () => {
     const s = await client.beta.agents.sessions.create({ environment: { type: "none" } });
-    // Every official session works in its own directory under the workspace root.
+    // Every official session works in its own directory under the workspace root (a session created with
+    // environment "none" reports it as such).
     const ws = join(f.workspace, s.id);
-    expect(s.environment).toMatchObject({ workspace_directory: ws });
+    expect(s.environment).toEqual({ type: "none" });
     const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 1, 2, 255]);
     mkdirSync(join(ws, "art"), { recursive: true });
     writeFileSync(join(ws, "art", "report.txt"), "hello artifact\n");

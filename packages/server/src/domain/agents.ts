@@ -3,6 +3,7 @@ import type { Clock } from "../util/clock.js";
 import { notFound } from "./errors.js";
 import { newId } from "./ids.js";
 import type { Scope } from "./scope.js";
+import { DEFAULT_SETTINGS, mergeSettings, type SettingsPatch, settingsOf } from "./settings.js";
 
 /** Saved agent configuration fields (already validated by the wire layer). */
 export interface AgentFields {
@@ -11,6 +12,8 @@ export interface AgentFields {
   instructions?: string | null;
   tools?: unknown[];
   metadata?: Record<string, string>;
+  /** Model settings to change (merged over the documented defaults). */
+  settings?: SettingsPatch;
   extra?: Record<string, unknown>;
 }
 
@@ -33,7 +36,7 @@ export class AgentService {
       instructions: f.instructions ?? null,
       tools: f.tools ?? [],
       metadata: f.metadata ?? {},
-      extra: f.extra ?? {},
+      extra: { ...f.extra, settings: mergeSettings(DEFAULT_SETTINGS, f.settings ?? {}) },
     };
     await this.store.insertAgent(agent);
     return agent;
@@ -54,7 +57,11 @@ export class AgentService {
       ...(f.instructions !== undefined ? { instructions: f.instructions } : {}),
       ...(f.tools !== undefined ? { tools: f.tools } : {}),
       ...(f.metadata !== undefined ? { metadata: f.metadata } : {}),
-      extra: { ...agent.extra, ...f.extra },
+      extra: {
+        ...agent.extra,
+        ...f.extra,
+        settings: mergeSettings(settingsOf(agent.extra), f.settings ?? {}),
+      },
       updated_at: this.clock.now(),
     });
     if (!next) throw notFound(`Agent ${id} not found`, "agent_id");

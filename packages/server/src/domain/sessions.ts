@@ -11,6 +11,7 @@ import type { AgentFields, AgentService } from "./agents.js";
 import { capacity, notFound } from "./errors.js";
 import { newId } from "./ids.js";
 import type { Scope } from "./scope.js";
+import { DEFAULT_SETTINGS, mergeSettings, settingsOf } from "./settings.js";
 import type { TurnRunner } from "./turns/runner.js";
 import { ZERO_USAGE } from "./usage.js";
 
@@ -45,9 +46,11 @@ export class SessionService {
   ): Promise<SessionRecord> {
     const { store, hub, config, clock } = this.deps;
     let base: SessionFields = {};
+    let settings = DEFAULT_SETTINGS;
     if (f.agent_id) {
       const agent = await this.deps.agents.get(scope, f.agent_id);
       base = { name: agent.name, model: agent.model, instructions: agent.instructions, tools: agent.tools };
+      settings = settingsOf(agent.extra);
     }
     if ((await store.countSessions()) >= config.maxSessions) {
       await this.expireIdle();
@@ -74,7 +77,11 @@ export class SessionService {
       usage: { ...ZERO_USAGE },
       error: null,
       active_turn_id: null,
-      extra: { ...f.extra, workspace_mode: opts.workspace },
+      extra: {
+        ...f.extra,
+        workspace_mode: opts.workspace,
+        settings: mergeSettings(settings, f.settings ?? {}),
+      },
     };
     mkdirSync(session.workspace, { recursive: true, mode: 0o700 });
     await hub.commit(id, async (tx, log) => {
@@ -100,7 +107,7 @@ export class SessionService {
       ...(f.instructions !== undefined ? { instructions: f.instructions } : {}),
       ...(f.tools !== undefined ? { tools: f.tools } : {}),
       ...(f.metadata !== undefined ? { metadata: f.metadata } : {}),
-      extra: { ...s.extra, ...f.extra },
+      extra: { ...s.extra, ...f.extra, settings: mergeSettings(settingsOf(s.extra), f.settings ?? {}) },
       updated_at: now,
       last_active_at: now,
     });

@@ -1,5 +1,6 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { resolveCodexBinary } from "@codex-agent-api/codex";
 import type { Config } from "../config.js";
 
 /** The env var the engine reads the model key from (never written to disk). */
@@ -7,16 +8,30 @@ export const MODEL_KEY_ENV = "OPENAI_API_KEY";
 
 const str = (value: string): string => JSON.stringify(value);
 
+/** The engine's permission profile for agent commands (unless the operator chose danger-full-access). */
+export const PERMISSION_PROFILE = "agent";
+
+/** Whether agent commands run under this server's permission profile (the isolation the API promises). */
+export const isolated = (config: Config) => config.sandbox !== "danger-full-access";
+
 /**
  * The engine's config.toml: one model provider (the in-process mock, OpenAI, or any Responses-compatible base
- * URL), no plugin sync, no update check, no shell snapshot, no analytics; goals on.
+ * URL), no plugin sync, no update check, no shell snapshot, no analytics; goals on. Agent commands get:
+ * - a minimal environment: the engine's core variables (HOME, PATH, SHELL, USER, TMPDIR, …), never the model key,
+ *   the service token or anything else of the server's (`inherit = "core"`, the engine's secret filter on);
+ * - a permission profile: read access to the system directories (`:minimal`) and the engine binary, read and write
+ *   access to the thread's own cwd (its session's workspace), nothing else — not the data directory, not the
+ *   engine's state, not another session's workspace; no network.
+ * With `--sandbox danger-full-access` the operator turns all of that off (documented in SECURITY.md).
  */
 export function engineConfigToml(config: Config, providerUrl: string): string {
   const lines = [
     `model = ${str(config.model)}`,
     `model_provider = "agents_api"`,
     `approval_policy = "never"`,
-    `sandbox_mode = ${str(config.sandbox)}`,
+    ...(isolated(config)
+      ? [`default_permissions = ${str(PERMISSION_PROFILE)}`]
+      : [`sandbox_mode = "danger-full-access"`]),
     "check_for_update_on_startup = false",
     "",
     "[features]",
@@ -28,6 +43,12 @@ export function engineConfigToml(config: Config, providerUrl: string): string {
     "[analytics]",
     "enabled = false",
     "",
+    "[shell_environment_policy]",
+    `inherit = "core"`,
+    "ignore_default_excludes = false",
+    // Without SHLVL, bash treats the command's stdin as a network connection and sources ~/.bashrc.
+    `set = { SHLVL = "1" }`,
+    "",
     "[model_providers.agents_api]",
     `name = "Agents API model provider"`,
     `base_url = ${str(providerUrl)}`,
@@ -36,8 +57,25 @@ export function engineConfigToml(config: Config, providerUrl: string): string {
     "stream_max_retries = 0",
   ];
   if (config.provider.kind !== "mock") lines.push(`env_key = ${str(MODEL_KEY_ENV)}`);
+  if (isolated(config)) {
+    const workspace = config.sandbox === "read-only" ? "read" : "write";
+    lines.push(
+      "",
+      `[permissions.${PERMISSION_PROFILE}.filesystem]`,
+      `":minimal" = "read"`,
+      // The sandbox runs the engine binary itself to help with file operations.
+      `${str(resolveCodexBinary())} = "read"`,
+      "",
+      `[permissions.${PERMISSION_PROFILE}.filesystem.":workspace_roots"]`,
+      `"." = ${str(workspace)}`,
+      `".git" = ${str(workspace)}`,
+    );
+  }
   return `${lines.join("\n")}\n`;
 }
+
+/** Variables of the server's own environment the engine process may see (never tokens, keys or URLs). */
+const ENGINE_ENV = ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM"];
 
 /** Writes the engine's isolated CODEX_HOME and returns it with the environment the engine needs. */
 export function prepareCodexHome(
@@ -48,7 +86,11 @@ export function prepareCodexHome(
   mkdirSync(codexHome, { recursive: true });
   const providerUrl = config.provider.kind === "mock" ? mockUrl! : config.provider.baseUrl;
   writeFileSync(join(codexHome, "config.toml"), engineConfigToml(config, providerUrl));
-  const env: Record<string, string> = { CODEX_HOME: codexHome };
+  // The engine starts with a clean environment: the allowed variables, its home, and the model key it needs.
+  const env: Record<string, string> = { CODEX_HOME: codexHome, RUST_LOG: "warn" };
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v !== undefined && (ENGINE_ENV.includes(k) || k.startsWith("LC_"))) env[k] = v;
+  }
   if (config.provider.kind !== "mock" && config.provider.apiKey) env[MODEL_KEY_ENV] = config.provider.apiKey;
   return { codexHome, env };
 }

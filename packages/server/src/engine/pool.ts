@@ -11,6 +11,8 @@ export interface EnginePoolOptions {
   codexPath?: string;
   cwd: string;
   logger: Logger;
+  /** Refuse a thread the engine does not run under this permission profile (fail closed). */
+  requiredProfile?: string;
 }
 
 interface Slot {
@@ -78,6 +80,13 @@ export class EnginePool implements Engines {
         slot.threads.add(thread.id);
         this.placement.set(thread.id, slot);
       }
+      const required = this.opts.requiredProfile;
+      if (required && thread.permissionProfile !== required) {
+        throw new Error(
+          `the engine runs thread ${thread.id} under permission profile ${JSON.stringify(thread.permissionProfile)}, ` +
+            `not "${required}": refusing to run commands without the sandbox`,
+        );
+      }
       let released = false;
       return {
         thread,
@@ -142,6 +151,7 @@ export class EnginePool implements Engines {
     slot.starting = Codex.start({
       codexHome: this.opts.codexHome,
       env: this.opts.env,
+      inheritEnv: false,
       cwd: this.opts.cwd,
       ...(this.opts.codexPath ? { codexPath: this.opts.codexPath } : {}),
       clientInfo: { name: "codex_agent_api", title: "codex-agent-api", version: "0.1.0" },

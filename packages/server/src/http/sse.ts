@@ -8,23 +8,36 @@ export interface Frame {
   data: unknown;
 }
 
-/** Where a reconnecting client resumes: `Last-Event-ID` (or `?after=`) = "<seq>" or "<seq>:<frame>". */
+/**
+ * Where a reconnecting client resumes (`Last-Event-ID`, or `?after=`): the SSE id — "<seq>" or "<seq>:<frame>" —
+ * or the `event_id` a client of the official dialect holds — "evt_<session>_<seq>_<frame>" (or "…_state", the
+ * current-state frame that stands for event <seq>). Resuming continues right after that frame.
+ */
 export interface Cursor {
   seq: number;
   frame: number;
 }
 
-export function parseCursor(req: FastifyRequest): Cursor | null {
+export function parseCursor(req: FastifyRequest, sessionId: string): Cursor | null {
   const header = req.headers["last-event-id"];
   const query = (req.query as Record<string, unknown> | undefined)?.after;
   const raw = typeof header === "string" && header ? header : typeof query === "string" ? query : null;
   if (raw === null) return null;
-  const m = /^(\d+)(?::(\d+))?$/.exec(raw.trim());
-  if (!m) throw badRequest(`Invalid Last-Event-ID: ${raw}`, "Last-Event-ID");
-  return { seq: Number(m[1]), frame: m[2] === undefined ? Number.POSITIVE_INFINITY : Number(m[2]) };
+  const id = raw.trim();
+  const m = /^(\d+)(?::(\d+))?$/.exec(id);
+  if (m) return { seq: Number(m[1]), frame: m[2] === undefined ? Number.POSITIVE_INFINITY : Number(m[2]) };
+  const e = /^evt_([0-9a-f]+)_(\d+)_(\d+|state)$/.exec(id);
+  if (e && e[1] === sessionId.slice(5)) {
+    return { seq: Number(e[2]), frame: e[3] === "state" ? Number.POSITIVE_INFINITY : Number(e[3]) };
+  }
+  throw badRequest(
+    e ? `Last-Event-ID ${raw} belongs to another session` : `Invalid Last-Event-ID: ${raw}`,
+    "Last-Event-ID",
+  );
 }
 
-const KEEPALIVE_MS = 15_000;
+/** Reconnection advice for EventSource-style clients, sent with the first frame. */
+const RETRY_MS = 3000;
 
 /**
  * Streams a session's log as SSE: replay from `from`, then live, until `until` matches (or the client leaves).
@@ -47,6 +60,8 @@ export async function streamLog(
     prelude?: Frame[];
     /** Emit `data: [DONE]` before closing (the official SDKs stop on it). */
     done?: boolean;
+    /** Keep-alive comment interval. */
+    keepaliveMs: number;
   },
 ): Promise<void> {
   reply.hijack();
@@ -69,9 +84,12 @@ export async function streamLog(
   };
   // ServerResponse "close" = the client went away (IncomingMessage "close" fires once the body is read).
   res.on("close", onClose);
+  // A comment line on its own, never followed by a blank line: a blank line after it would dispatch an empty event
+  // in parsers that keep the last id (the Python SDK then fails to parse it); frames are always written whole, so
+  // it always falls between two of them.
   const keepalive = setInterval(() => {
-    if (!closed) res.write(": keepalive\n\n");
-  }, KEEPALIVE_MS);
+    if (!closed) res.write(": keepalive\n");
+  }, opts.keepaliveMs);
   keepalive.unref();
   const write = async (chunk: string) => {
     if (closed) return;
@@ -89,12 +107,19 @@ export async function streamLog(
   };
   try {
     for (const f of opts.prelude ?? []) await write(format(f, null));
+    // The retry advice rides on the first frame (a record of its own would be an empty event to some parsers).
+    let advice = `retry: ${RETRY_MS}\n`;
     let batch = "";
     for await (const e of sub) {
       if (closed) break;
       // A live event comes straight from the hub (nothing queued): share its text with the other subscribers.
       // A replayed page is this subscriber's own copy: caching it would only cost.
-      batch += eventText(e, opts, sub.buffered === 0);
+      const text = eventText(e, opts, sub.buffered === 0);
+      if (text && advice) {
+        batch += advice;
+        advice = "";
+      }
+      batch += text;
       // Coalesce while more events are already queued (replay pages, a subscriber that fell behind): one write
       // per 64 KiB instead of one per frame. Caught up: write at once, so live latency is unchanged.
       if (batch.length >= 65_536 || sub.buffered === 0) {

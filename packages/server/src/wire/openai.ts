@@ -4,9 +4,29 @@
  */
 import type { ThreadItem } from "@codex-agent-api/codex";
 import type {
+  Agent,
+  AgentFunctionCallStatus,
+  AgentOutputItem,
+  AgentOutputItemStatus,
+  AgentSession,
+  AgentSessionAssistantMessage,
+  AgentSessionEvent,
+  AgentSessionItem,
+  AgentSessionMessageContent,
+  AgentTool,
+  Environment,
+  PersistedAgentTool,
+  SessionTurnError,
+  TokenUsage,
+  WebSearchAction,
+} from "openai/resources/beta/agents/agents";
+import type { Turn } from "openai/resources/beta/agents/sessions/turns/turns";
+import { settingsOf } from "../domain/settings.js";
+import type {
   AgentRecord,
   EventRecord,
   ItemRecord,
+  ItemState,
   Page,
   SessionRecord,
   TurnRecord,
@@ -15,20 +35,22 @@ import type {
 } from "../store/types.js";
 import { goalObject } from "./goal.js";
 
-const secs = (t: number | null) => (t === null ? null : Math.floor(t));
+const secs = (t: number) => Math.floor(t);
+const secsOrNull = (t: number | null) => (t === null ? null : Math.floor(t));
 
-type Extra = Record<string, unknown>;
+/**
+ * The agent id a session reports: its saved agent's, or — for an agent given inline — one named after the session
+ * (the official type requires an id; it is not a saved agent).
+ */
+export const agentIdOf = (s: Pick<SessionRecord, "id" | "agent_id">): string =>
+  s.agent_id ?? `agent_${s.id.slice(5)}`;
 
-function agentSettings(extra: Extra) {
-  return {
-    multi_agent: (extra.multi_agent as object) ?? { enabled: false, max_concurrent_subagents: null },
-    reasoning: (extra.reasoning as object) ?? { effort: null, summary: null },
-    service_tier: (extra.service_tier as string) ?? "auto",
-    text: (extra.text as object) ?? { format: { type: "text" }, verbosity: "medium" },
-  };
-}
+/** Tools as the official types list them (the server keeps what the client sent; only objects are tools). */
+const tools = <T>(list: unknown[]): T[] =>
+  list.filter((t): t is Record<string, unknown> => !!t && typeof t === "object") as unknown as T[];
 
-export function agentObject(a: AgentRecord) {
+export function agentObject(a: AgentRecord): Agent {
+  const settings = settingsOf(a.extra);
   return {
     id: a.id,
     object: "agent",
@@ -38,12 +60,14 @@ export function agentObject(a: AgentRecord) {
     instructions: a.instructions,
     metadata: a.metadata,
     model: a.model,
-    tools: a.tools,
-    ...agentSettings(a.extra),
+    tools: tools<PersistedAgentTool>(a.tools),
+    ...settings,
   };
 }
 
-export function usageObject(u: Usage | null) {
+export function usageObject(u: Usage): TokenUsage;
+export function usageObject(u: Usage | null): TokenUsage | null;
+export function usageObject(u: Usage | null): TokenUsage | null {
   if (!u) return null;
   return {
     input_tokens: u.input_tokens,
@@ -54,27 +78,33 @@ export function usageObject(u: Usage | null) {
   };
 }
 
-export function sessionObject(s: SessionRecord) {
+/** The environment a session reports: none, or this server's own workspace as a self-hosted environment. */
+function environmentOf(s: SessionRecord): Environment {
+  if (s.extra.environment === "none") return { type: "none" };
+  return {
+    type: "self_hosted",
+    id: "env_local",
+    capability_directories: [],
+    remote_url: "",
+    workspace_directory: s.workspace,
+  };
+}
+
+export function sessionObject(s: SessionRecord): AgentSession {
   return {
     id: s.id,
     object: "agent.session",
     agent: {
-      id: s.agent_id,
+      id: agentIdOf(s),
       name: s.name,
       instructions: s.instructions,
       model: s.model,
-      tools: s.tools,
-      ...agentSettings(s.extra),
+      tools: tools<AgentTool>(s.tools),
+      ...settingsOf(s.extra),
     },
     created_at: secs(s.created_at),
     last_active_at: secs(s.last_active_at),
-    environment: {
-      type: "self_hosted",
-      id: "env_local",
-      capability_directories: [],
-      remote_url: "",
-      workspace_directory: s.workspace,
-    },
+    environment: environmentOf(s),
     // Only a failed session has an error; a failed turn carries its own (Turn.error).
     error: s.status === "failed" ? s.error : null,
     metadata: s.metadata,
@@ -85,7 +115,7 @@ export function sessionObject(s: SessionRecord) {
   };
 }
 
-const OFFICIAL_TURN_STATUS: Record<TurnStatus, string> = {
+const OFFICIAL_TURN_STATUS: Record<TurnStatus, Turn["status"]> = {
   queued: "queued",
   in_progress: "in_progress",
   completed: "completed",
@@ -95,7 +125,7 @@ const OFFICIAL_TURN_STATUS: Record<TurnStatus, string> = {
 };
 
 /** `SessionTurnError.code` values the SDK knows; other engine/server codes are reported as `internal_error`. */
-const TURN_ERROR_CODES: ReadonlySet<string> = new Set([
+const TURN_ERROR_CODES: ReadonlySet<string> = new Set<SessionTurnError["code"]>([
   "context_length_exceeded",
   "max_output_tokens",
   "session_budget_exceeded",
@@ -123,13 +153,16 @@ const TURN_ERROR_CODES: ReadonlySet<string> = new Set([
 ]);
 
 /** Official `Turn.error`: non-null only when the turn failed (a cancelled turn has no error). */
-function turnError(t: TurnRecord) {
+function turnError(t: TurnRecord): SessionTurnError | null {
   if (t.status !== "failed" || !t.error) return null;
-  const code = TURN_ERROR_CODES.has(t.error.code) ? t.error.code : "internal_error";
+  const code = (
+    TURN_ERROR_CODES.has(t.error.code) ? t.error.code : "internal_error"
+  ) as SessionTurnError["code"];
   return { code, message: t.error.message };
 }
 
-export function turnObject(t: TurnRecord, agentId: string | null) {
+/** The official turn; this server's goal extension is added as `goal` when the turn runs one. */
+export function turnObject(t: TurnRecord, agentId: string): Turn & { goal?: TurnRecord["goal"] } {
   return {
     id: t.id,
     object: "agent.session.turn",
@@ -138,38 +171,52 @@ export function turnObject(t: TurnRecord, agentId: string | null) {
     subagent_id: null,
     status: OFFICIAL_TURN_STATUS[t.status],
     created_at: secs(t.created_at),
-    started_at: secs(t.started_at),
-    completed_at: secs(t.completed_at),
+    started_at: secsOrNull(t.started_at),
+    completed_at: secsOrNull(t.completed_at),
     error: turnError(t),
     usage: usageObject(t.usage),
     ...(t.goal ? { goal: t.goal } : {}),
   };
 }
 
-const FN_STATUS: Record<string, string> = {
+const FN_STATUS: Record<string, AgentFunctionCallStatus> = {
   inProgress: "in_progress",
   completed: "completed",
   failed: "failed",
   declined: "failed",
 };
-const fnStatus = (s: unknown, done: boolean) => FN_STATUS[String(s)] ?? (done ? "completed" : "in_progress");
+
+/** A call's status: the engine's, else what the stored state says. */
+function callStatus(engine: unknown, state: ItemState): AgentFunctionCallStatus {
+  return (
+    FN_STATUS[String(engine)] ??
+    (state === "completed" ? "completed" : state === "incomplete" ? "incomplete" : "in_progress")
+  );
+}
+
+const OUTPUT_STATUS: Record<ItemState, AgentOutputItemStatus> = {
+  started: "in_progress",
+  completed: "completed",
+  incomplete: "incomplete",
+};
 
 /** An engine ThreadItem as an official AgentSessionItem (null for items with no official counterpart). */
-export function toOfficialItem(
-  raw: ThreadItem,
-  turnId: string,
-  done: boolean,
-): Record<string, unknown> | null {
+export function toOfficialItem(raw: ThreadItem, turnId: string, state: ItemState): AgentSessionItem | null {
   const base = { id: raw.id, turn_id: turnId };
   switch (raw.type) {
     case "userMessage": {
-      const content = raw.content.flatMap(
-        (c): Array<Record<string, unknown>> =>
-          c.type === "text"
-            ? [{ type: "input_text", text: c.text }]
-            : c.type === "image"
-              ? [{ type: "input_image", image_url: "url" in c ? c.url : c.fileId }]
-              : [],
+      const content = raw.content.flatMap((c): AgentSessionMessageContent[] =>
+        c.type === "text"
+          ? [{ type: "input_text", text: c.text }]
+          : c.type === "image"
+            ? [
+                {
+                  type: "input_image",
+                  image_url: "url" in c ? c.url : c.fileId,
+                  detail: c.detail ?? null,
+                } as AgentSessionMessageContent,
+              ]
+            : [],
       );
       return { ...base, type: "message", role: "user", content, phase: null, status: "completed" };
     }
@@ -178,16 +225,17 @@ export function toOfficialItem(
         ...base,
         type: "message",
         role: "assistant",
-        content: done || raw.text ? [{ type: "output_text", text: raw.text ?? "" }] : [],
-        phase: raw.phase ?? "final_answer",
-        status: done ? "completed" : "in_progress",
-      };
+        content: state !== "started" || raw.text ? [{ type: "output_text", text: raw.text ?? "" }] : [],
+        // The engine's "partial_answer" precedes its final answer: not part of the result text.
+        phase: raw.phase === "partial_answer" ? "commentary" : (raw.phase ?? "final_answer"),
+        status: OUTPUT_STATUS[state],
+      } satisfies AgentSessionAssistantMessage;
     case "reasoning":
       return {
         ...base,
         type: "reasoning",
         summary: (raw.summary ?? []).map((text) => ({ type: "summary_text", text })),
-        status: done ? "completed" : "in_progress",
+        status: OUTPUT_STATUS[state],
       };
     case "commandExecution":
       return {
@@ -198,7 +246,7 @@ export function toOfficialItem(
         output: raw.aggregatedOutput ?? null,
         exit_code: raw.exitCode ?? null,
         duration_ms: raw.durationMs ?? null,
-        status: fnStatus(raw.status, done),
+        status: callStatus(raw.status, state),
       };
     case "fileChange":
       return {
@@ -207,7 +255,7 @@ export function toOfficialItem(
         call_id: raw.id,
         name: "apply_patch",
         arguments: JSON.stringify({ changes: raw.changes ?? [] }),
-        status: fnStatus(raw.status, done),
+        status: callStatus(raw.status, state),
       };
     case "mcpToolCall":
       return {
@@ -218,7 +266,7 @@ export function toOfficialItem(
         arguments: raw.arguments ?? null,
         output: raw.result ?? null,
         error: raw.error ?? null,
-        status: fnStatus(raw.status, done),
+        status: callStatus(raw.status, state),
       };
     case "dynamicToolCall":
       return {
@@ -227,22 +275,22 @@ export function toOfficialItem(
         call_id: raw.id,
         name: raw.tool,
         arguments: JSON.stringify(raw.arguments ?? {}),
-        status: fnStatus(raw.status, done),
+        status: callStatus(raw.status, state),
       };
     case "webSearch":
       return {
         ...base,
         type: "web_search_call",
-        action: { type: "search", query: raw.query ?? null, queries: null },
-        status: done ? "completed" : "in_progress",
+        action: { type: "search", query: raw.query ?? null, queries: null } as WebSearchAction,
+        status: OUTPUT_STATUS[state],
       };
     default:
       return null;
   }
 }
 
-export function itemObject(i: ItemRecord): Record<string, unknown> | null {
-  return toOfficialItem(i.data, i.turn_id, i.state !== "started");
+export function itemObject(i: ItemRecord): AgentSessionItem | null {
+  return toOfficialItem(i.data, i.turn_id, i.state);
 }
 
 export function page<T extends { id: string | null }>(p: Page<T>) {
@@ -257,84 +305,120 @@ export function page<T extends { id: string | null }>(p: Page<T>) {
 
 /**
  * Renders one log event as official stream events (some log events give two, e.g. turn created + in progress).
- * `agentId` is the session's agent (turn objects carry it).
+ * `agentId` is the session's agent (turn objects carry it). A failed turn is `agent.session.turn.failed` (with
+ * `turn.error`) followed by the session's `agent.session.idle`: no separate `error` event, which the Python SDK
+ * raises as an exception (any streamed payload with a top-level `error`) before its helper sees the turn end.
  */
-export function renderEvent(
-  e: EventRecord,
-  agentId: string | null,
-): Array<Record<string, unknown> & { type: string }> {
+export function renderEvent(e: EventRecord, agentId: string): AgentSessionEvent[] {
   const session_id = e.session_id;
   const turn_id = e.turn_id;
-  const ev = (type: string, body: Record<string, unknown>, k = 0) => ({
-    type,
-    event_id: `evt_${session_id.slice(5)}_${e.seq}_${k}`,
-    ...body,
-  });
+  const event_id = (k = 0) => `evt_${session_id.slice(5)}_${e.seq}_${k}`;
   switch (e.type) {
     case "session.created":
-      return [ev("agent.session.created", { session: sessionObject(e.data.session) })];
-    case "session.status": {
-      const s = e.data.session;
-      return [ev(`agent.session.${s.status}`, { session: sessionObject(s) })];
-    }
+      return [
+        { type: "agent.session.created", event_id: event_id(), session: sessionObject(e.data.session) },
+      ];
+    case "session.status":
+      return [sessionStatusEvent(e.data.session, event_id())];
     case "turn.started": {
       const turn = turnObject(e.data.turn, agentId);
       return [
-        ev("agent.session.turn.created", { session_id, turn_id, turn: { ...turn, status: "queued" } }, 0),
-        ev("agent.session.turn.in_progress", { session_id, turn_id, turn }, 1),
+        {
+          type: "agent.session.turn.created",
+          event_id: event_id(0),
+          session_id,
+          turn_id: turn.id,
+          turn: { ...turn, status: "queued" },
+        },
+        { type: "agent.session.turn.in_progress", event_id: event_id(1), session_id, turn_id: turn.id, turn },
       ];
     }
     case "item.started":
     case "item.completed": {
       const raw = e.data.item;
-      const output_index = e.data.output_index;
+      const tid = turn_id ?? "";
       if (raw.type === "userMessage") {
         if (e.type === "item.completed") return [];
-        const item = toOfficialItem(raw, turn_id!, true);
+        const item = toOfficialItem(raw, tid, "completed");
         return item
-          ? [ev("agent.session.turn.item.added", { session_id, turn_id, item, output_index: null })]
+          ? [
+              {
+                type: "agent.session.turn.item.added",
+                event_id: event_id(),
+                session_id,
+                turn_id,
+                item,
+                output_index: null,
+              },
+            ]
           : [];
       }
       const done = e.type === "item.completed";
-      const item = toOfficialItem(raw, turn_id!, done);
+      const item = toOfficialItem(raw, tid, done ? finishedState(raw) : "started");
       if (!item) return [];
-      const type = done ? "agent.session.turn.item.done" : "agent.session.turn.item.added";
-      return [ev(type, { session_id, turn_id, item, output_index })];
+      const output_index = e.data.output_index;
+      return done
+        ? [
+            {
+              type: "agent.session.turn.item.done",
+              event_id: event_id(),
+              session_id,
+              turn_id,
+              item: item as AgentOutputItem,
+              output_index,
+            },
+          ]
+        : [
+            {
+              type: "agent.session.turn.item.added",
+              event_id: event_id(),
+              session_id,
+              turn_id,
+              item,
+              output_index,
+            },
+          ];
     }
     case "item.delta": {
       const { output_index, item_id, delta } = e.data;
       switch (e.data.kind) {
         case "agent_message":
           return [
-            ev("agent.session.turn.output_text.delta", {
+            {
+              type: "agent.session.turn.output_text.delta",
+              event_id: event_id(),
               session_id,
               turn_id,
               item_id,
               output_index,
               content_index: 0,
               delta,
-            }),
+            },
           ];
         case "command_output":
           return [
-            ev("agent.output.command_execution_output.delta", {
+            {
+              type: "agent.output.command_execution_output.delta",
+              event_id: event_id(),
               session_id,
               turn_id,
               item_id,
               output_index,
               delta,
-            }),
+            },
           ];
         case "reasoning":
           return [
-            ev("agent.session.turn.reasoning_summary_text.delta", {
+            {
+              type: "agent.session.turn.reasoning_summary_text.delta",
+              event_id: event_id(),
               session_id,
               turn_id,
               item_id,
               output_index,
               summary_index: 0,
               delta,
-            }),
+            },
           ];
         default:
           return [];
@@ -345,37 +429,46 @@ export function renderEvent(
     case "turn.cancelled": {
       const t = e.data.turn;
       const turn = turnObject(t, agentId);
-      const type = `agent.session.turn.${turn.status === "completed" ? "completed" : turn.status === "failed" ? "failed" : "cancelled"}`;
-      const frames = [ev(type, { session_id, turn_id, turn, usage: usageObject(t.usage) })];
-      // "error: emitted when a turn or session fails" (the turn event carries the same error).
-      if (t.status === "failed") {
-        frames.push(
-          ev(
-            "error",
-            {
-              session_id,
-              error: {
-                code: t.error?.code ?? null,
-                message: t.error?.message ?? "turn failed",
-                param: null,
-                type: "server_error",
-              },
-            },
-            1,
-          ),
-        );
-      }
-      return frames;
+      const usage = usageObject(t.usage);
+      const base = { event_id: event_id(), session_id, turn_id: turn.id, turn, usage };
+      if (turn.status === "completed") return [{ ...base, type: "agent.session.turn.completed" }];
+      if (turn.status === "failed") return [{ ...base, type: "agent.session.turn.failed" }];
+      return [{ ...base, type: "agent.session.turn.cancelled" }];
     }
     case "goal.updated":
+      // This server's extension (not in the SDK's event union).
       return [
-        ev("agent.session.goal.updated", {
+        {
+          type: "agent.session.goal.updated",
+          event_id: event_id(),
           session_id,
           turn_id,
           goal: e.data.goal ? goalObject(e.data.goal, e.created_at) : null,
-        }),
+        } as unknown as AgentSessionEvent,
       ];
     default:
       return [];
+  }
+}
+
+/** A completed engine item's state: items the engine reports failed or declined stay visible as such. */
+function finishedState(item: ThreadItem): ItemState {
+  return "status" in item && (item.status === "failed" || item.status === "declined")
+    ? "incomplete"
+    : "completed";
+}
+
+/** `agent.session.<status>` with the session snapshot. */
+export function sessionStatusEvent(s: SessionRecord, eventId: string): AgentSessionEvent {
+  const session = sessionObject(s);
+  switch (s.status) {
+    case "in_progress":
+      return { type: "agent.session.in_progress", event_id: eventId, session };
+    case "requires_action":
+      return { type: "agent.session.requires_action", event_id: eventId, session };
+    case "failed":
+      return { type: "agent.session.failed", event_id: eventId, session };
+    default:
+      return { type: "agent.session.idle", event_id: eventId, session };
   }
 }

@@ -120,17 +120,26 @@ export class GoalBook {
     return next;
   }
 
-  /** Folds an engine goal update in; `pendingReason` explains a pause we asked for. */
+  /**
+   * Folds an engine goal update in; `pendingReason` explains a pause we asked for. With `driven`, the server runs
+   * the continuations and holds the engine's goal paused between them: only the statuses the model or the engine
+   * decide (complete, blocked, budget or usage limited) are taken over, not active/paused.
+   */
   async fromEngine(
     sessionId: string,
     engine: ThreadGoal,
     pendingReason: GoalReason | null,
     turnId: string | null,
+    opts: { driven?: boolean } = {},
   ): Promise<GoalRecord | null> {
     const goal = await this.get(sessionId);
     if (!goal) return null;
-    const status = ENGINE_STATUS[engine.status] ?? "paused";
-    const patch: Partial<GoalRecord> = { tokens_used: Math.max(goal.tokens_used, engine.tokensUsed) };
+    const mapped = ENGINE_STATUS[engine.status] ?? "paused";
+    const status = opts.driven && (mapped === "active" || mapped === "paused") ? goal.status : mapped;
+    // A driven goal's tokens are counted by the server (the engine charges only while its goal is active).
+    const patch: Partial<GoalRecord> = opts.driven
+      ? {}
+      : { tokens_used: Math.max(goal.tokens_used, engine.tokensUsed) };
     if (status !== goal.status) {
       patch.status = status;
       patch.status_reason =

@@ -97,19 +97,19 @@ export class TurnRecorder {
           },
         });
         return;
-      case "client/goal/engineTurnStarted": {
-        const goal = this.goal;
-        const index = event.params.index;
-        if (goal)
-          this.goalWork = this.goalWork.then(() => goal.onEngineTurnStarted(index)).catch(this.goalError);
+      // Goal hooks are called at once (a cap acts before anything else); their bookkeeping is awaited in order.
+      case "client/goal/engineTurnStarted":
+        if (this.goal) this.chainGoalWork(this.goal.onEngineTurnStarted(event.params.index));
         return;
-      }
-      case "client/goal/updated": {
-        const goal = this.goal;
-        const g = event.params.goal;
-        if (goal) this.goalWork = this.goalWork.then(() => goal.onEngineGoalUpdated(g)).catch(this.goalError);
+      case "client/goal/updated":
+        if (this.goal) this.chainGoalWork(this.goal.onEngineGoalUpdated(event.params.goal));
         return;
-      }
+      case "thread/tokenUsage/updated":
+        if (this.goal) {
+          const { total, last } = event.params.tokenUsage;
+          this.chainGoalWork(this.goal.onTokenUsage(total, last));
+        }
+        return;
       case "client/serverRequest/answered":
         this.log({
           type: "server_request.answered",
@@ -124,6 +124,11 @@ export class TurnRecorder {
       default:
         return;
     }
+  }
+
+  private chainGoalWork(work: Promise<void>): void {
+    work.catch(this.goalError);
+    this.goalWork = this.goalWork.then(() => work).catch(this.goalError);
   }
 
   private readonly goalError = (err: unknown) => {

@@ -10,6 +10,7 @@ import {
   TransportClosedError,
   type Turn,
   TurnFailedError,
+  type TurnOptions,
   type TurnResult,
 } from "@codex-agent-api/codex";
 import type { Logger } from "pino";
@@ -24,6 +25,7 @@ import { badRequest, conflict } from "../errors.js";
 import type { GoalRun } from "../goals/run.js";
 import { newId } from "../ids.js";
 import type { TurnInput } from "../input.js";
+import { engineEffort, settingsOf } from "../settings.js";
 import { addUsage, toUsage } from "../usage.js";
 import { TurnRecorder } from "./recorder.js";
 
@@ -345,9 +347,10 @@ export class TurnRunner {
       }
       if (active.stop) throw new StoppedError();
       active.thread = lease.thread;
+      const turnOptions = engineTurnOptions(session);
       const engineTurn = active.goal
-        ? await active.goal.start(lease.thread, items, session.model)
-        : await lease.thread.turn(items, { model: session.model });
+        ? await active.goal.start(lease.thread, items, turnOptions)
+        : await lease.thread.turn(items, turnOptions);
       active.engineTurn = engineTurn;
       active.setEngineTurn(engineTurn);
       if (active.stop) await engineTurn.interrupt().catch(() => {});
@@ -427,6 +430,19 @@ export class TurnRunner {
     for (const l of this.idleListeners) l(sessionId);
     return turn;
   }
+}
+
+/** The session's model and settings as options of an engine turn. */
+function engineTurnOptions(session: SessionRecord): TurnOptions {
+  const settings = settingsOf(session.extra);
+  const effort = engineEffort(settings.reasoning.effort);
+  const format = settings.text.format;
+  return {
+    model: session.model,
+    ...(effort !== undefined ? { effort } : {}),
+    ...(settings.reasoning.summary !== null ? { summary: settings.reasoning.summary } : {}),
+    ...(format.type === "json_schema" ? { outputSchema: format.schema } : {}),
+  };
 }
 
 function outcome(

@@ -1,20 +1,41 @@
 import { z } from "zod";
 import type { Core } from "../../core.js";
+import type { SettingsPatch } from "../../domain/settings.js";
 import * as openai from "../../wire/openai.js";
 import type { App } from "../app-types.js";
 import { AgentParams, ListQuery, Metadata } from "../validate.js";
 
-/** Settings we keep and echo back (the engine uses model, instructions and tools). */
+/** Model settings (`domain/settings.ts`): each part may be partial; it is merged over the documented defaults. */
 export const Settings = {
   reasoning: z
-    .object({ effort: z.string().nullable().optional(), summary: z.string().nullable().optional() })
+    .object({
+      effort: z.enum(["none", "minimal", "low", "medium", "high", "xhigh", "max"]).nullable().optional(),
+      summary: z.enum(["concise", "detailed", "auto"]).nullable().optional(),
+    })
     .nullable()
     .optional(),
-  text: z.object({}).loose().nullable().optional(),
-  service_tier: z.string().nullable().optional(),
-  multi_agent: z.object({ enabled: z.boolean() }).loose().nullable().optional(),
-  compaction: z.object({}).loose().nullable().optional(),
-  experimental: z.object({}).loose().nullable().optional(),
+  text: z
+    .object({
+      format: z
+        .discriminatedUnion("type", [
+          z.object({ type: z.literal("text") }),
+          z.object({ type: z.literal("json_schema"), schema: z.record(z.string(), z.unknown()) }),
+        ])
+        .optional(),
+      verbosity: z.enum(["low", "medium", "high"]).optional(),
+    })
+    .nullable()
+    .optional(),
+  service_tier: z.enum(["auto", "default", "flex", "priority", "fast", "ultrafast"]).nullable().optional(),
+  multi_agent: z
+    .object({
+      enabled: z.boolean().optional(),
+      max_concurrent_subagents: z.number().int().min(1).nullable().optional(),
+    })
+    .nullable()
+    .optional(),
+  compaction: z.object({ async: z.boolean() }).nullable().optional(),
+  experimental: z.object({ time_awareness: z.boolean() }).nullable().optional(),
 };
 
 export const Tools = z
@@ -32,12 +53,13 @@ export const AgentCreate = z.object({
 });
 const AgentUpdate = AgentCreate.partial();
 
-export function settingsOf(b: Partial<Record<keyof typeof Settings, unknown>>): Record<string, unknown> {
-  const extra: Record<string, unknown> = {};
+/** The settings part of a body, as a patch (absent fields are left out). */
+export function settingsPatch(b: Partial<z.infer<z.ZodObject<typeof Settings>>>): SettingsPatch {
+  const patch: SettingsPatch = {};
   for (const key of Object.keys(Settings) as Array<keyof typeof Settings>) {
-    if (b[key] !== undefined) extra[key] = b[key] ?? undefined;
+    if (b[key] !== undefined) Object.assign(patch, { [key]: b[key] });
   }
-  return extra;
+  return patch;
 }
 
 export function agentRoutes(app: App, core: Core): void {
@@ -51,7 +73,7 @@ export function agentRoutes(app: App, core: Core): void {
         instructions: b.instructions ?? null,
         tools: b.tools ?? [],
         metadata: b.metadata ?? {},
-        extra: settingsOf(b),
+        settings: settingsPatch(b),
       }),
     );
   });
@@ -71,7 +93,7 @@ export function agentRoutes(app: App, core: Core): void {
         ...(b.instructions !== undefined ? { instructions: b.instructions } : {}),
         ...(b.tools !== undefined ? { tools: b.tools ?? [] } : {}),
         ...(b.metadata !== undefined ? { metadata: b.metadata ?? {} } : {}),
-        extra: settingsOf(b),
+        settings: settingsPatch(b),
       }),
     );
   });

@@ -1,4 +1,5 @@
 import { statSync } from "node:fs";
+import type { SessionArtifact } from "openai/resources/beta/agents/sessions/artifacts";
 import type { Core } from "../../core.js";
 import type { SessionRecord, Store } from "../../store/types.js";
 import * as openai from "../../wire/openai.js";
@@ -15,11 +16,12 @@ import type { App } from "../app-types.js";
 import { ArtifactParams, ListQuery, SessionParams } from "../validate.js";
 
 /**
- * The session turn that produced a file: the one running when the file was last written (turn times and file
- * times both have sub-second precision). Files written outside this session's turns have no turn (null).
+ * The session turn a file belongs to: the one running when it was last written (turn and file times both have
+ * sub-second precision); else the last turn that started before it was written; else the session's first turn
+ * (the official type requires a turn id; a session with no turn at all reports "").
  */
-async function turnAttribution(store: Store, s: SessionRecord): Promise<(a: ArtifactInfo) => string | null> {
-  const turns = (await store.listTurns(s.id, { limit: 1000, order: "desc" })).data.map((t) => ({
+async function turnAttribution(store: Store, s: SessionRecord): Promise<(a: ArtifactInfo) => string> {
+  const turns = (await store.listTurns(s.id, { limit: 1000, order: "asc" })).data.map((t) => ({
     id: t.id,
     from: t.started_at ?? t.created_at,
     to: t.completed_at ?? Infinity,
@@ -29,13 +31,20 @@ async function turnAttribution(store: Store, s: SessionRecord): Promise<(a: Arti
     try {
       mtime = statSync(a.absPath).mtimeMs / 1000;
     } catch {
-      return null;
+      mtime = a.modifiedAt;
     }
-    return turns.find((t) => t.from <= mtime && mtime <= t.to)?.id ?? null;
+    const during = turns.find((t) => t.from <= mtime && mtime <= t.to);
+    if (during) return during.id;
+    const before = turns.filter((t) => t.from <= mtime).at(-1);
+    return before?.id ?? turns[0]?.id ?? "";
   };
 }
 
-function artifactObject(s: SessionRecord, a: ArtifactInfo, turnOf: (a: ArtifactInfo) => string | null) {
+function artifactObject(
+  s: SessionRecord,
+  a: ArtifactInfo,
+  turnOf: (a: ArtifactInfo) => string,
+): SessionArtifact {
   return {
     id: a.id,
     object: "agent.session.artifact",

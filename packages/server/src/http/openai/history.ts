@@ -122,7 +122,10 @@ export function turnRoutes(app: App, core: Core): void {
     async (req) => {
       const s = await sessions.get(req.scope, req.params.session_id);
       const p = await store.listTurns(s.id, req.query);
-      return openai.page({ data: p.data.map((t) => openai.turnObject(t, s.agent_id)), has_more: p.has_more });
+      return openai.page({
+        data: p.data.map((t) => openai.turnObject(t, openai.agentIdOf(s))),
+        has_more: p.has_more,
+      });
     },
   );
   app.get(
@@ -130,7 +133,7 @@ export function turnRoutes(app: App, core: Core): void {
     { schema: { params: TurnParams } },
     async (req) => {
       const s = await sessions.get(req.scope, req.params.session_id);
-      return openai.turnObject(await sessions.turn(s, req.params.turn_id), s.agent_id);
+      return openai.turnObject(await sessions.turn(s, req.params.turn_id), openai.agentIdOf(s));
     },
   );
 }

@@ -12,7 +12,7 @@ import type { App } from "../app-types.js";
 import { idempotent } from "../idempotency.js";
 import { type Cursor, type Frame, parseCursor, streamLog } from "../sse.js";
 import { ListQuery, Metadata, SessionParams } from "../validate.js";
-import { Settings, settingsOf, Tools } from "./agents.js";
+import { Settings, settingsPatch, Tools } from "./agents.js";
 
 const AgentOverrides = z
   .object({
@@ -94,7 +94,7 @@ export function sessionRoutes(app: App, core: Core): void {
   const render =
     (s: SessionRecord) =>
     (e: EventRecord): Frame[] =>
-      openai.renderEvent(e, s.agent_id).map((data) => ({ event: data.type, data }));
+      openai.renderEvent(e, openai.agentIdOf(s)).map((data) => ({ event: data.type, data }));
 
   /**
    * The session-level stream: replays from the cursor (or the running turn's start), then tails live. An idle
@@ -107,7 +107,7 @@ export function sessionRoutes(app: App, core: Core): void {
     s: SessionRecord,
     opts: { from?: Cursor; until?: (e: EventRecord) => boolean } = {},
   ) => {
-    const cursor = opts.from ?? parseCursor(req);
+    const cursor = opts.from ?? parseCursor(req, s.id);
     let from: Cursor;
     let renderer = render(s);
     if (cursor) from = cursor;
@@ -119,18 +119,18 @@ export function sessionRoutes(app: App, core: Core): void {
       const seq = await store.lastEventSeq(s.id);
       // frame -1: the event `seq` itself is delivered (no frame of it is skipped), rendered as the state.
       from = { seq, frame: -1 };
-      const type = `agent.session.${s.status}`;
-      const state = { type, event_id: `evt_${s.id.slice(5)}_${seq}_state`, session: openai.sessionObject(s) };
+      const state = openai.sessionStatusEvent(s, `evt_${s.id.slice(5)}_${seq}_state`);
       const logged = renderer;
-      renderer = (e) => (e.seq === seq ? [{ event: type, data: state }] : logged(e));
+      renderer = (e) => (e.seq === seq ? [{ event: state.type, data: state }] : logged(e));
     }
     return streamLog(reply, {
       hub,
+      keepaliveMs: core.config.sseKeepaliveMs,
       sessionId: s.id,
       from,
       render: renderer,
       // The idle-state frame (event `from.seq`) is never shared; every other frame depends on the agent id only.
-      renderKey: `openai:${s.agent_id ?? ""}`,
+      renderKey: `openai:${openai.agentIdOf(s)}`,
       done: true,
       ...(opts.until ? { until: opts.until } : {}),
     });
@@ -152,7 +152,11 @@ export function sessionRoutes(app: App, core: Core): void {
       ...(a.tools ? { tools: a.tools } : {}),
       ...(a.name !== undefined ? { name: a.name } : {}),
       metadata: b.metadata ?? {},
-      extra: { ...settingsOf(a), ...(b.review ? { review: b.review } : {}) },
+      settings: settingsPatch(a),
+      extra: {
+        environment: b.environment?.type === "none" ? "none" : "self_hosted",
+        ...(b.review ? { review: b.review } : {}),
+      },
     };
     const input = b.input === undefined || b.input === null ? null : officialInput(b.input);
     if (b.stream && !input) throw badRequest("'input' is required when 'stream' is true", "input");
@@ -197,7 +201,8 @@ export function sessionRoutes(app: App, core: Core): void {
           ...(a.instructions !== undefined ? { instructions: a.instructions } : {}),
           ...(a.tools !== undefined ? { tools: a.tools ?? [] } : {}),
           ...(b.metadata !== undefined ? { metadata: b.metadata ?? {} } : {}),
-          extra: { ...settingsOf(a), ...(b.review ? { review: b.review } : {}) },
+          settings: settingsPatch(a),
+          extra: b.review ? { review: b.review } : {},
         }),
       );
     },

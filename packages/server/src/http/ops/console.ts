@@ -31,7 +31,12 @@ export function consoleRoutes(app: App, dir = CONSOLE_DIR): void {
       reply.header("x-content-type-options", "nosniff");
       reply.header("referrer-policy", "no-referrer");
     });
-    await scoped.register(fastifyStatic, { root: dir, prefix: "/console/", wildcard: false, index: "index.html" });
+    await scoped.register(fastifyStatic, {
+      root: dir,
+      prefix: "/console/",
+      wildcard: false,
+      index: "index.html",
+    });
     scoped.get("/console", (_req, reply) => reply.redirect("/console/", 302));
     // Client-side routes: any other path under /console/ is the app.
     scoped.get("/console/*", (_req, reply) => reply.type("text/html; charset=utf-8").sendFile("index.html"));

@@ -119,8 +119,9 @@ export function sessionRoutes(app: App, core: Core): void {
   ) =>
     streamLog(reply, {
       hub,
+      keepaliveMs: core.config.sseKeepaliveMs,
       sessionId,
-      from: parseCursor(req) ?? { seq: fromSeq, frame: Number.POSITIVE_INFINITY },
+      from: parseCursor(req, sessionId) ?? { seq: fromSeq, frame: Number.POSITIVE_INFINITY },
       render: renderTemplate,
       renderKey: "template",
       until: (e) => isTurnEnd(e, turnId),
@@ -229,7 +230,7 @@ export function sessionRoutes(app: App, core: Core): void {
     async (req, reply) => {
       const id = req.params.session_id;
       const session = await sessions.get(req.scope, id);
-      const cursor = parseCursor(req);
+      const cursor = parseCursor(req, id);
       const last = await store.lastEventSeq(id);
       // A cursor past the end of the log cannot come from this log; a stream from it would never send anything.
       if (cursor && cursor.seq > last) {
