@@ -1,0 +1,446 @@
+// The web console in Debian's Chromium (playwright-core, never a downloaded browser) against the real service,
+// the real Codex engine and the scripted mock model: sign in, stream a command's output, steer, cancel, a goal,
+// artifacts (text and image), a dropped connection, and a session of 1000 items. Screenshots go to
+// test/screenshots/. The console build (packages/console/dist) is made by vitest's global setup
+// (scripts/build-before-tests.ts) whenever its sources are newer than the build.
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { deflateSync, gzipSync } from "node:zlib";
+import { ev, scripts } from "@codex-agent-api/testkit";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cleanup, type ServerFixture, startServer, waitFor } from "../../server/test/fixture.js";
+
+const CHROMIUM = "/usr/bin/chromium";
+const TOKEN = "console-test-token";
+const here = dirname(fileURLToPath(import.meta.url));
+const dist = join(here, "../dist");
+const shots = join(here, "screenshots");
+
+let f: ServerFixture;
+let browser: Browser;
+let page: Page;
+const flags: string[] = [];
+
+const shot = (name: string) => page.screenshot({ path: join(shots, `${name}.png`) });
+const api = (method: string, path: string, body?: unknown) =>
+  f.json<Record<string, unknown>>(method, path, body, {
+    authorization: `Bearer ${TOKEN}`,
+    "openai-beta": "agents=v1",
+  });
+
+/** The session open in the page (from its URL). */
+const openSessionId = () => /\/console\/sessions\/([^/?#]+)/.exec(page.url())?.[1] ?? "";
+
+/** The session's own directory (official-dialect sessions each get one under the workspace root). */
+async function workspaceOf(sessionId: string): Promise<string> {
+  const { body } = await api("GET", `/v1/agents/sessions/${sessionId}`);
+  const reported = (body.environment as { workspace_directory?: string }).workspace_directory;
+  return reported ?? join(f.workspace, sessionId);
+}
+
+/**
+ * A shell command that prints "started", waits for the file `go`, prints three lines, waits for `release`, prints
+ * "delta" (each wait ends after a minute at most). Output within the first moments of a command is not streamed
+ * as deltas (it is in the final output), so the lines the test watches come after `go`.
+ */
+const waitingCommand = (go: string, release: string) =>
+  `w() { i=0; while [ ! -f "$1" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; }; echo started; w ${go}; printf 'alpha\\nbeta\\ngamma\\n'; w ${release}; echo delta`;
+
+async function release(sessionId: string, flag: string): Promise<void> {
+  writeFileSync(join(await workspaceOf(sessionId), flag), "");
+}
+
+const composer = () => page.getByRole("form", { name: "composer" });
+const message = () => page.getByLabel("Message");
+const turnWithStatus = (status: string) => page.locator(`.turn-header[data-turn-status="${status}"]`);
+const agentSaid = (text: string) =>
+  page.locator('[data-item-type="message"][data-role="assistant"] .text').getByText(text, { exact: true });
+
+async function send(text: string, button = "Send"): Promise<void> {
+  await message().fill(text);
+  await composer().getByRole("button", { name: button, exact: true }).click();
+}
+
+/** A 16×16 RGB PNG (a red/blue checkerboard), made here so the test ships no binary. */
+function checkerboardPng(): Buffer {
+  const crcTable = Array.from({ length: 256 }, (_, n) => {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    return c >>> 0;
+  });
+  const crc32 = (buf: Buffer) => {
+    let c = 0xffffffff;
+    for (const b of buf) c = crcTable[(c ^ b) & 0xff]! ^ (c >>> 8);
+    return (c ^ 0xffffffff) >>> 0;
+  };
+  const chunk = (type: string, data: Buffer) => {
+    const body = Buffer.concat([Buffer.from(type, "ascii"), data]);
+    const len = Buffer.alloc(4);
+    len.writeUInt32BE(data.length);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(body));
+    return Buffer.concat([len, body, crc]);
+  };
+  const size = 16;
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(size, 0);
+  header.writeUInt32BE(size, 4);
+  header.set([8, 2, 0, 0, 0], 8); // 8-bit RGB
+  const rows: number[] = [];
+  for (let y = 0; y < size; y++) {
+    rows.push(0);
+    for (let x = 0; x < size; x++) rows.push(...(((x >> 2) + (y >> 2)) % 2 ? [220, 40, 40] : [40, 80, 220]));
+  }
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk("IHDR", header),
+    chunk("IDAT", deflateSync(Buffer.from(rows))),
+    chunk("IEND", Buffer.alloc(0)),
+  ]);
+}
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(
+      `Chromium is missing at ${CHROMIUM}: install Debian's with \`apt-get update && apt-get install -y chromium\` (these tests never download a browser)`,
+    );
+  }
+  if (!existsSync(join(dist, "index.html"))) {
+    throw new Error("The console is not built: run `npm run build` (vitest's global setup normally does it)");
+  }
+  mkdirSync(shots, { recursive: true });
+  f = await startServer({ args: ["--token", TOKEN] });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--no-first-run",
+    ],
+  });
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  page.setDefaultTimeout(30_000);
+});
+
+afterAll(async () => {
+  // Commands still waiting for their flag end now (the loops are bounded anyway).
+  for (const file of flags) if (existsSync(dirname(file))) writeFileSync(file, "");
+  await browser?.close();
+  await f?.close();
+});
+
+describe("web console", () => {
+  it("signs in with the server token (a missing or wrong one is refused)", async () => {
+    await page.goto(`${f.url}/console/`);
+    await page.getByRole("button", { name: "No auth (loopback server without keys)" }).click();
+    await page.getByRole("alert").getByText(/401/).waitFor();
+    await page.getByLabel("API key or server token").fill("not-the-token");
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
+    await page.getByRole("alert").getByText(/401/).waitFor();
+    await page.getByLabel("API key or server token").fill(TOKEN);
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
+    await page.getByRole("heading", { name: "Sessions" }).waitFor();
+    expect(
+      await page.evaluate<string | null>("sessionStorage.getItem('codex-agent-api.console.auth')"),
+    ).toContain(TOKEN);
+    expect(await page.evaluate<string | null>("localStorage.length")).toBe(0);
+  });
+
+  it("creates a session, streams a command's output as it runs, steers the turn, then shows the exit code", async () => {
+    await page.getByLabel("Metadata", { exact: true }).first().waitFor();
+    await page.getByRole("form", { name: "new session" }).getByLabel("Metadata").fill("suite=console");
+    await page.getByRole("button", { name: "New session" }).click();
+    await message().waitFor();
+    const sid = openSessionId();
+    expect(sid).toMatch(/^sess_/);
+    const dir = await workspaceOf(sid);
+    flags.push(join(dir, "go-1"), join(dir, "release-1"));
+
+    await send(
+      `Run this exact shell command and wait for it to finish: ${waitingCommand("go-1", "release-1")}. Then reply with exactly: listed`,
+    );
+    const running = page.locator('[data-item-type="command_execution"][data-status="in_progress"]');
+    await running.waitFor();
+    await release(sid, "go-1");
+    // The lines are on screen while the command still runs (no exit code yet).
+    const output = running.locator("pre.output");
+    await output.getByText(/gamma/).waitFor();
+    expect(await output.textContent()).toContain("alpha\nbeta\ngamma\n");
+    expect(await running.getByTestId("exit-code").count()).toBe(0);
+    await shot("command-streaming");
+
+    // A message while the turn runs steers it (the engine hands it to the model after the running command).
+    await send("Reply with exactly: steered", "Steer");
+    await expect.poll(() => message().inputValue()).toBe(""); // accepted (202): the composer is cleared
+    expect(await composer().getByRole("alert").count()).toBe(0);
+    await release(sid, "release-1");
+    await page.locator('[data-role="user"]').getByText("Reply with exactly: steered").waitFor();
+    const done = page.locator('[data-item-type="command_execution"][data-status="completed"]');
+    await done.getByTestId("exit-code").getByText("exit 0").waitFor();
+    expect(await done.locator("pre.output").textContent()).toBe("started\nalpha\nbeta\ngamma\ndelta\n");
+    await agentSaid("steered").waitFor();
+    await turnWithStatus("completed").first().waitFor();
+    await page.locator(".session-head").getByText("idle").waitFor();
+    expect(await turnWithStatus("completed").locator(".usage").first().textContent()).toMatch(/\d+ tokens/);
+    await shot("steered");
+  });
+
+  it("cancels a running turn", async () => {
+    const sid = openSessionId();
+    flags.push(join(await workspaceOf(sid), "go-2"));
+    await send(
+      `Run this exact shell command and wait for it to finish: ${waitingCommand("go-2", "go-2")}. Then reply with exactly: never`,
+    );
+    await page.locator('[data-item-type="command_execution"][data-status="in_progress"]').waitFor();
+    await composer().getByRole("button", { name: "Cancel turn" }).click();
+    await turnWithStatus("cancelled").waitFor();
+    await page.locator(".session-head").getByText("idle").waitFor();
+    expect(await agentSaid("never").count()).toBe(0);
+    await shot("cancelled");
+  });
+
+  it("lists the session with its status and finds it by metadata", async () => {
+    const sid = openSessionId();
+    await page.getByRole("link", { name: "Sessions" }).click();
+    await page.getByLabel("Metadata", { exact: true }).last().fill("suite=console");
+    const row = page.locator(`tr[data-session-id="${sid}"]`);
+    await row.getByText("idle").waitFor();
+    await page.getByLabel("Status").selectOption("in_progress");
+    await row.waitFor({ state: "detached" });
+    await page.getByLabel("Status").selectOption("all");
+    await page.getByLabel("Metadata", { exact: true }).last().fill("suite=other");
+    await row.waitFor({ state: "detached" });
+    await page.getByLabel("Metadata", { exact: true }).last().fill("");
+    await row.getByRole("link").click();
+    await message().waitFor();
+    expect(openSessionId()).toBe(sid);
+  });
+
+  it("runs a goal and shows its progress against the caps, and resumes it with a higher cap", async () => {
+    await page.getByLabel("Start as a goal").check();
+    await composer().getByLabel("Max turns").fill("2");
+    await send("Write the release notes and keep the goal active", "Start goal");
+    const goal = page.getByRole("region", { name: "goal" });
+    await goal
+      .getByTestId("goal-objective")
+      .getByText("Write the release notes and keep the goal active")
+      .waitFor();
+    // The server pauses the goal when the continuation that reaches max_turns starts.
+    await goal.getByTestId("goal-reason").getByText("max_turns").waitFor();
+    expect(await goal.locator("[data-status]").first().getAttribute("data-status")).toBe("paused");
+    expect(await goal.getByTestId("goal-turns").textContent()).toBe("2 / 2");
+    expect(await goal.getByTestId("goal-tokens").textContent()).toMatch(/^[1-9]\d* \/ \d+$/);
+    await page.locator(".session-head").getByText("idle").waitFor();
+    await shot("goal");
+
+    await goal.getByLabel("Max turns").fill("3");
+    await goal.getByRole("button", { name: "Resume" }).click();
+    await goal.getByTestId("goal-turns").getByText("3 / 3").waitFor();
+    await goal.getByTestId("goal-reason").getByText("max_turns").waitFor();
+    await page.locator(".session-head").getByText("idle").waitFor();
+  });
+
+  it("opens artifacts: previews a text file and an image from blobs, offers them for download", async () => {
+    const png = checkerboardPng().toString("base64");
+    await send(
+      `Run this exact shell command and wait for it to finish: printf 'hello from the agent\\n' > notes.txt && echo '${png}' | base64 -d > dot.png. Then reply with exactly: files made`,
+    );
+    await agentSaid("files made").waitFor();
+    const panel = page.getByRole("region", { name: "artifacts" });
+    const before = page.url();
+
+    await panel.getByRole("button", { name: "notes.txt" }).click();
+    const preview = panel.getByTestId("artifact-preview");
+    await preview.locator("pre").getByText("hello from the agent").waitFor();
+    expect(await preview.getByRole("link", { name: "Download" }).getAttribute("href")).toMatch(/^blob:/);
+    await shot("artifact-text");
+
+    await panel.getByRole("button", { name: "dot.png" }).click();
+    const img = preview.getByRole("img", { name: "dot.png" });
+    await img.waitFor();
+    expect(await img.getAttribute("src")).toMatch(/^blob:/);
+    await waitFor(
+      () => img.evaluate((el) => (el as { naturalWidth: number }).naturalWidth === 16),
+      10_000,
+      "the image",
+    );
+    const download = page.waitForEvent("download");
+    await preview.getByRole("link", { name: "Download" }).click();
+    expect((await download).suggestedFilename()).toBe("dot.png");
+    expect(page.url()).toBe(before); // the page never navigated to the content URL
+    await shot("artifact-image");
+  });
+
+  it("clears the goal", async () => {
+    const goal = page.getByRole("region", { name: "goal" });
+    await goal.getByRole("button", { name: "Clear" }).click();
+    await goal.getByText("No goal.").waitFor();
+  });
+
+  it("shows the engines and the turns running now", async () => {
+    const sid = openSessionId();
+    await page.getByRole("link", { name: "Engines" }).click();
+    await page.getByTestId("health-status").getByText("ok").waitFor();
+    await page.getByRole("table", { name: "engines" }).getByText("running").waitFor();
+    expect(Number(await page.getByTestId("active-turns").textContent())).toBe(0);
+    await page.goBack();
+    await message().waitFor();
+    expect(openSessionId()).toBe(sid);
+  });
+
+  it("edits agents: creates one and updates its model, name and instructions", async () => {
+    await page.getByRole("link", { name: "Agents" }).click();
+    const editor = page.getByRole("form", { name: "agent editor" });
+    await editor.getByLabel("Model").fill("mock-model");
+    await editor.getByLabel("Name").fill("Reviewer");
+    await editor.getByLabel("Instructions").fill("Review the diff.");
+    await editor.getByRole("button", { name: "Create" }).click();
+    await editor.getByText("Saved.").waitFor();
+    const list = page.getByRole("table", { name: "agents" });
+    await list.getByRole("button", { name: "Reviewer" }).click();
+    await editor.getByLabel("Name").fill("Strict reviewer");
+    await editor.getByRole("button", { name: "Save" }).click();
+    await list.getByRole("button", { name: "Strict reviewer" }).waitFor();
+    const { body } = await api("GET", "/v1/agents");
+    const agents = body.data as Array<{ name: string; instructions: string; model: string }>;
+    expect(agents.find((a) => a.name === "Strict reviewer")).toMatchObject({
+      model: "mock-model",
+      instructions: "Review the diff.",
+    });
+    await page.goBack();
+    await message().waitFor();
+  });
+
+  it("reconnects after the server went away and resumes after the last event, without duplicates", async () => {
+    const sid = openSessionId();
+    const port = new URL(f.url).port;
+    const dataDir = f.dataDir;
+    await f.close({ keepData: true });
+    await page
+      .getByTestId("connection")
+      .getByText(/reconnecting/)
+      .waitFor();
+    f = await startServer({ dataDir, args: ["--token", TOKEN, "--port", port] });
+    const connection = page.getByTestId("connection");
+    await connection.getByText(/^live/).waitFor();
+    expect(Number(await connection.getAttribute("data-reconnects"))).toBeGreaterThan(0);
+    // A turn started by someone else (this test, through the API) shows up live, once.
+    const sent = await f.request(
+      "POST",
+      `/v1/agents/sessions/${sid}/events`,
+      { events: [messageEvent("back again")] },
+      { authorization: `Bearer ${TOKEN}`, "openai-beta": "agents=v1" },
+    );
+    expect(sent.status).toBe(202);
+    await agentSaid("back again").waitFor();
+    await page.locator(".session-head").getByText("idle").waitFor();
+    expect(await agentSaid("back again").count()).toBe(1);
+    expect(await agentSaid("steered").count()).toBe(1);
+    await shot("reconnected");
+    // The restarted fixture got the data dir from us: it is ours to remove.
+    const restarted = f;
+    const close = restarted.close.bind(restarted);
+    restarted.close = async (o) => {
+      await close(o);
+      cleanup(dataDir);
+    };
+  });
+
+  it("measures: the bundle (gzip) and the first paint of a session with 1000 items", async () => {
+    const assets = readdirSync(join(dist, "assets"));
+    const gz = (ext: string) =>
+      assets
+        .filter((a) => a.endsWith(ext))
+        .reduce((sum, a) => sum + gzipSync(readFileSync(join(dist, "assets", a))).length, 0);
+    const bundle = { js_gzip_bytes: gz(".js"), css_gzip_bytes: gz(".css") };
+
+    // One turn whose single model response holds 999 messages: with the user's message, 1000 items.
+    const SEED = "Seed a long session";
+    const count = 999;
+    f.mock.enqueue(
+      scripts.sse([
+        ev.responseCreated("seed"),
+        ...Array.from({ length: count }, (_, i) =>
+          ev.assistantMessage(`msg-seed-${i + 1}`, `seed message ${i + 1}`),
+        ),
+        ev.completed("seed"),
+      ]),
+      (req) => req.lastUserText() === SEED,
+    );
+    const created = await api("POST", "/v1/agents/sessions", { environment: { type: "none" }, input: SEED });
+    const sid = created.body.id as string;
+    await waitFor(
+      async () => (await api("GET", `/v1/agents/sessions/${sid}`)).body.status === "idle",
+      60_000,
+    );
+
+    await page.goto(`${f.url}/console/sessions/${sid}`);
+    await agentSaid("seed message 999").waitFor();
+    // Marked by the timeline when its first rows are committed (ms since navigation start).
+    const sessionPaintMs = await page.evaluate<number>(
+      "performance.getEntriesByName('console:timeline-rows')[0]?.startTime ?? -1",
+    );
+    const fcpMs = await page.evaluate<number>(
+      "performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? -1",
+    );
+    const renderedRows = await page.locator(".timeline .row").count();
+    expect(renderedRows).toBeLessThan(100); // virtualised: the DOM holds what is on screen, not 1000 rows
+    await shot("long-session");
+
+    // Older pages load on scrolling up, down to the first message.
+    const timeline = page.getByTestId("timeline");
+    await expect
+      .poll(
+        async () => {
+          await timeline.evaluate((el) => {
+            (el as { scrollTop: number }).scrollTop = 0;
+          });
+          return agentSaid("seed message 1").count();
+        },
+        { timeout: 60_000, interval: 100 },
+      )
+      .toBe(1);
+    await shot("long-session-top");
+
+    const metrics = {
+      ...bundle,
+      fcp_ms: Math.round(fcpMs),
+      session_1000_items_paint_ms: Math.round(sessionPaintMs),
+      rendered_rows: renderedRows,
+    };
+    writeFileSync(join(shots, "metrics.json"), `${JSON.stringify(metrics, null, 2)}\n`);
+    console.log(`[console metrics] ${JSON.stringify(metrics)}`);
+  });
+});
+
+describe("web console without auth", () => {
+  it("signs in with 'no auth' on a loopback server without keys, and signs out", async () => {
+    const open = await startServer();
+    const p = await browser.newPage();
+    try {
+      await p.goto(`${open.url}/console/`);
+      await p.getByRole("button", { name: "No auth (loopback server without keys)" }).click();
+      await p.getByRole("heading", { name: "Sessions" }).waitFor();
+      await p.getByRole("link", { name: "Engines" }).click();
+      await p.getByTestId("health-status").getByText("ok").waitFor();
+      await p.getByRole("button", { name: "Sign out" }).click();
+      await p.getByLabel("API key or server token").waitFor();
+      expect(await p.evaluate<number>("sessionStorage.length")).toBe(0);
+    } finally {
+      await p.close();
+      await open.close();
+    }
+  });
+});
+
+function messageEvent(text: string) {
+  return {
+    type: "agent.session.input.message",
+    input: [{ role: "user", content: [{ type: "input_text", text: `Reply with exactly: ${text}` }] }],
+  };
+}
