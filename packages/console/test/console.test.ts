@@ -320,6 +320,12 @@ describe("web console", () => {
     const sid = openSessionId();
     const port = new URL(f.url).port;
     const dataDir = f.dataDir;
+    const resumedFrom: string[] = [];
+    page.on("request", (r) => {
+      if (r.method() === "GET" && r.url().endsWith(`/v1/agents/sessions/${sid}/events`)) {
+        resumedFrom.push(r.headers()["last-event-id"] ?? "");
+      }
+    });
     await f.close({ keepData: true });
     await page
       .getByTestId("connection")
@@ -329,6 +335,9 @@ describe("web console", () => {
     const connection = page.getByTestId("connection");
     await connection.getByText(/^live/).waitFor();
     expect(Number(await connection.getAttribute("data-reconnects"))).toBeGreaterThan(0);
+    // Every new attempt asked to resume after the last event the page had (its event_id).
+    expect(resumedFrom.length).toBeGreaterThan(0);
+    for (const id of resumedFrom) expect(id).toMatch(new RegExp(`^evt_${sid.slice(5)}_\\d+_(\\d+|state)$`));
     // A turn started by someone else (this test, through the API) shows up live, once.
     const sent = await f.request(
       "POST",

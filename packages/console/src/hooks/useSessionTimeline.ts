@@ -1,13 +1,12 @@
 /**
  * Everything the session view shows, kept current: history from the items API (newest page first, older pages
  * on demand) and the session's event stream, which reconnects after a drop and resumes after the last event it
- * delivered (`Last-Event-ID`), so nothing is lost or shown twice.
+ * delivered (its `event_id` as `Last-Event-ID`), so nothing is lost or shown twice.
  */
 import type OpenAI from "openai";
 import type { AgentSessionItemsPage } from "openai/resources/beta/agents/agents";
 import { useCallback, useEffect, useReducer, useRef, useState } from "react";
 import { errorMessage } from "../api/client";
-import { resumeCursor } from "../api/cursor";
 import { getGoal } from "../api/goal";
 import type { StreamEvent } from "../api/types";
 import { emptyTimeline, reduce, type Timeline } from "../state/timeline";
@@ -80,7 +79,8 @@ export function useSessionTimeline(client: OpenAI, sessionId: string): SessionTi
             if (seen.has(event.event_id)) continue;
             seen.add(event.event_id);
             if (seen.size > SEEN_WINDOW) seen.delete(seen.values().next().value as string);
-            cursor = resumeCursor(event.event_id) ?? cursor;
+            // This server takes an event_id as Last-Event-ID: the stream resumes right after that event.
+            cursor = event.event_id;
             dispatch({ type: "event", event });
           }
         } catch (err) {
