@@ -52,6 +52,7 @@ function sessionRecord(workspace: string, createdAt: number): SessionRecord {
     usage: { ...USAGE, input_tokens: 0, output_tokens: 0, total_tokens: 0 },
     error: null,
     active_turn_id: null,
+    required_actions: [],
     extra: {},
   };
 }

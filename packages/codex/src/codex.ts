@@ -141,7 +141,8 @@ export class Codex {
 
   /** Loads a persisted thread into this process (e.g. after a restart) and returns its handle. */
   async resumeThread(threadId: string, opts: ThreadOptions = {}): Promise<Thread> {
-    const { onServerRequest, ephemeral: _ephemeral, ...params } = opts;
+    // Function tools are fixed when a thread starts: the engine keeps them across resumes.
+    const { onServerRequest, ephemeral: _ephemeral, dynamicTools: _tools, ...params } = opts;
     const thread = this.adopt(threadId, false, onServerRequest);
     try {
       const res = await this.request<ProfileProvenance>("thread/resume", {

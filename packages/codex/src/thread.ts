@@ -1,4 +1,5 @@
 import { InvalidRequestError } from "./errors.js";
+import type { McpServerStatusUpdatedNotification } from "./generated/v2/McpServerStatusUpdatedNotification.js";
 import type { Thread as ProtocolThread } from "./generated/v2/Thread.js";
 import type { ThreadGoal } from "./generated/v2/ThreadGoal.js";
 import type { ThreadGoalStatus } from "./generated/v2/ThreadGoalStatus.js";
@@ -32,6 +33,8 @@ export class Thread {
   private active: TurnOperation | null = null;
   /** Last cumulative token usage seen for this thread (baseline for per-turn usage). */
   usageTotal: TokenUsageBreakdown | null = null;
+  /** MCP server start-up updates of this thread not taken yet (see takeMcpStatusUpdates). */
+  private mcpUpdates: McpServerStatusUpdatedNotification[] = [];
   /** The engine's permission profile for this thread, as it reported when it started or resumed it. */
   permissionProfile: string | null = null;
 
@@ -221,8 +224,24 @@ export class Thread {
     return res.cleared;
   }
 
+  /**
+   * The MCP servers' start-up updates (starting, ready, failed) seen since the last call. The engine starts a
+   * thread's MCP servers when it loads the thread, before any turn runs, so these are kept here for the caller
+   * to pick up (they also appear in the stream of a turn that is running when they arrive).
+   */
+  takeMcpStatusUpdates(): McpServerStatusUpdatedNotification[] {
+    const taken = this.mcpUpdates;
+    this.mcpUpdates = [];
+    return taken;
+  }
+
   /** Called by the client for every notification of this thread. */
   observe(method: string, params: Record<string, unknown>): void {
+    if (method === "mcpServer/startupStatus/updated") {
+      this.mcpUpdates.push(params as unknown as McpServerStatusUpdatedNotification);
+      if (this.mcpUpdates.length > 100) this.mcpUpdates.shift();
+      return;
+    }
     if (method === "thread/tokenUsage/updated") {
       const usage = params.tokenUsage as { total?: TokenUsageBreakdown } | undefined;
       if (usage?.total) this.usageTotal = usage.total;

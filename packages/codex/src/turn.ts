@@ -201,6 +201,11 @@ export class TurnOperation {
 
   private process(n: Notification): void {
     if (this.finishedFlag) return;
+    // Thread-level news that concerns the running turn (its MCP servers starting up) enters its stream too.
+    if (n.method === "mcpServer/startupStatus/updated") {
+      this.queue.push(n as TurnEvent);
+      return;
+    }
     const turnId = notificationTurnId(n.params);
     if (!this.goal) {
       if (turnId !== this.logicalId) return;

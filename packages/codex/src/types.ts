@@ -110,8 +110,28 @@ export interface ThreadOptions {
   ephemeral?: boolean;
   /** config.toml overrides for this thread. */
   config?: Record<string, unknown>;
+  /**
+   * Client-executed function tools, fixed for the thread's lifetime (ignored on resume): the engine asks the
+   * thread's `onServerRequest` handler (`item/tool/call`) when the model calls one. Names the engine uses for its
+   * own tools shadow these silently: check them first.
+   */
+  dynamicTools?: DynamicToolSpec[];
   /** Handles approvals / user-input requests of this thread (overrides the client-wide handler). */
   onServerRequest?: ServerRequestHandler;
+}
+
+export interface DynamicToolSpec {
+  type: "function";
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments. */
+  inputSchema: Record<string, unknown>;
+}
+
+/** What an `item/tool/call` handler answers. */
+export interface DynamicToolResult {
+  contentItems: Array<{ type: "inputText"; text: string } | { type: "inputImage"; imageUrl: string }>;
+  success: boolean;
 }
 
 export interface TurnUsage {

@@ -38,6 +38,11 @@ export interface Config {
   /** An engine process with more loaded threads than this is recycled when idle. */
   maxThreadsPerEngine: number;
   sandbox: SandboxMode;
+  /**
+   * Whether clients may declare stdio MCP servers: commands the engine starts outside the agent's sandbox, with
+   * the engine's rights. Off unless the operator trusts every client with the machine.
+   */
+  allowMcpStdio: boolean;
   bodyLimitBytes: number;
   /** How often an idle SSE stream gets a keep-alive comment. */
   sseKeepaliveMs: number;
@@ -82,6 +87,8 @@ Options (environment variable in brackets):
   --turn-timeout <seconds>   per-turn timeout (AGENT_TURN_TIMEOUT, default 300)
   --engines <n>              app-server processes (AGENT_ENGINE_POOL_SIZE, default 1)
   --sandbox <mode>           read-only | workspace-write | danger-full-access (AGENT_SANDBOX, default workspace-write)
+  --allow-mcp-stdio          let clients declare stdio MCP servers: commands run outside the sandbox with the
+                             server's rights (AGENT_ALLOW_MCP_STDIO=1; default off)
   --log-level <level>        pino level (LOG_LEVEL, default info)
 `;
 
@@ -144,6 +151,7 @@ export function loadConfig(
       "turn-timeout": { type: "string" },
       engines: { type: "string" },
       sandbox: { type: "string" },
+      "allow-mcp-stdio": { type: "boolean" },
       "log-level": { type: "string" },
       "codex-path": { type: "string" },
     },
@@ -225,6 +233,7 @@ export function loadConfig(
     enginePoolSize: int("AGENT_ENGINE_POOL_SIZE", values.engines ?? env.AGENT_ENGINE_POOL_SIZE, 1, 1),
     maxThreadsPerEngine: int("AGENT_MAX_THREADS_PER_ENGINE", env.AGENT_MAX_THREADS_PER_ENGINE, 100, 1),
     sandbox,
+    allowMcpStdio: values["allow-mcp-stdio"] ?? env.AGENT_ALLOW_MCP_STDIO === "1",
     bodyLimitBytes: int("AGENT_BODY_LIMIT", env.AGENT_BODY_LIMIT, 10 * 1024 * 1024, 1024),
     sseKeepaliveMs: int("AGENT_SSE_KEEPALIVE_MS", env.AGENT_SSE_KEEPALIVE_MS, 15_000, 10),
     logLevel: values["log-level"] ?? env.LOG_LEVEL ?? "info",

@@ -62,6 +62,7 @@ export const session = (id: string, created_at = 1000, over: Partial<SessionReco
   usage: usage(),
   error: null,
   active_turn_id: null,
+  required_actions: [],
   extra: {},
   ...over,
 });
@@ -358,8 +359,20 @@ export function storeContract(
           extra: { text: { format: "json" } },
           tools: [{ type: "function", name: "f" }],
         } as const;
-        const updated: SessionRecord = { ...s, ...patch, tools: [...patch.tools] };
-        expect(await store.updateSession("s1", { ...patch, tools: [...patch.tools] })).toEqual(updated);
+        const required_actions: SessionRecord["required_actions"] = [
+          {
+            type: "function_call",
+            id: "call_1",
+            turn_id: "t1",
+            name: "f",
+            arguments: '{"a":1}',
+            created_at: 99,
+          },
+        ];
+        const updated: SessionRecord = { ...s, ...patch, tools: [...patch.tools], required_actions };
+        expect(
+          await store.updateSession("s1", { ...patch, tools: [...patch.tools], required_actions }),
+        ).toEqual(updated);
         expect(await store.getSession("s1")).toEqual(updated);
         // undefined fields are ignored; null is a value
         expect(

@@ -126,6 +126,8 @@ describe("agents", () => {
       name: "",
       metadata: {},
       created_at: r.body.created_at,
+      // This server's extension (approvals): the default asks for nothing.
+      approval_policy: "never",
     });
     expectSecondsNow(r.body.created_at);
   });
@@ -212,6 +214,8 @@ describe("sessions", () => {
         tools: [],
         created_at: s.created_at,
         metadata: {},
+        approval_policy: "never",
+        required_actions: [],
       });
       expect(s.id).toMatch(SESSION_ID);
       expectSecondsNow(s.created_at);

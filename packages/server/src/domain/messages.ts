@@ -1,12 +1,14 @@
 /**
  * A message to a session, the same operation for both dialects: it starts a turn when the session is idle; while
- * a turn runs it steers that turn or is refused, as the caller asks. A goal message starts a goal turn.
+ * a turn runs it steers that turn or is refused, as the caller asks. A goal message starts a goal turn. Answers to
+ * what a running turn waits for (tool results, approvals) go to that turn.
  */
 import type { SessionRecord, Store, TurnRecord } from "../store/types.js";
 import { conflict, notFound } from "./errors.js";
 import type { GoalCaps } from "./goals/book.js";
 import type { GoalService } from "./goals/service.js";
 import type { TurnInput } from "./input.js";
+import type { ActionAnswer } from "./turns/actions.js";
 import type { TurnRunner } from "./turns/runner.js";
 
 /** What a message does while a turn runs: join it (steer), or be refused (409). */
@@ -62,6 +64,14 @@ export class MessageService {
   /** Cancels the running turn (it ends `cancelled`); null when the session is idle. */
   cancel(session: SessionRecord): Promise<TurnRecord | null> {
     return this.deps.runner.cancel(session.id);
+  }
+
+  /**
+   * Answers a required action of the running turn (a function call's result, an approval decision); 400 "Unknown
+   * pending tool call" when no such action waits (or `turnId` is not the running turn).
+   */
+  answer(session: SessionRecord, actionId: string, answer: ActionAnswer, turnId?: string): Promise<void> {
+    return this.deps.runner.answer(session.id, actionId, answer, turnId);
   }
 
   private async reload(id: string): Promise<SessionRecord> {

@@ -8,10 +8,11 @@ import type { Page, SessionListOptions, SessionRecord, Store, TurnRecord } from 
 import type { EventHub } from "../stream/hub.js";
 import type { Clock, Timer } from "../util/clock.js";
 import type { AgentFields, AgentService } from "./agents.js";
-import { capacity, notFound } from "./errors.js";
+import { badRequest, capacity, notFound } from "./errors.js";
 import { newId } from "./ids.js";
 import type { Scope } from "./scope.js";
 import { DEFAULT_SETTINGS, mergeSettings, settingsOf } from "./settings.js";
+import { sameFunctionTools } from "./tools.js";
 import type { TurnRunner } from "./turns/runner.js";
 import { ZERO_USAGE } from "./usage.js";
 
@@ -77,6 +78,7 @@ export class SessionService {
       usage: { ...ZERO_USAGE },
       error: null,
       active_turn_id: null,
+      required_actions: [],
       extra: {
         ...f.extra,
         workspace_mode: opts.workspace,
@@ -100,6 +102,14 @@ export class SessionService {
 
   async update(scope: Scope, id: string, f: SessionFields): Promise<SessionRecord> {
     const s = await this.get(scope, id);
+    if (f.tools !== undefined && s.thread_id && !sameFunctionTools(s.tools, f.tools)) {
+      // The engine fixes a thread's function tools when it starts: changing them would need a new conversation.
+      throw badRequest(
+        "A session's function tools cannot change once its conversation has started (the engine fixes them when " +
+          "the conversation starts): start a new session to use other function tools",
+        "tools",
+      );
+    }
     const now = this.deps.clock.now();
     const next = await this.deps.store.updateSession(id, {
       ...(f.name !== undefined ? { name: f.name } : {}),

@@ -5,6 +5,13 @@
  */
 export type ReasoningEffort = "none" | "minimal" | "low" | "medium" | "high" | "xhigh" | "max";
 export type ServiceTier = "auto" | "default" | "flex" | "priority" | "fast" | "ultrafast";
+/**
+ * This server's extension: when the agent asks before it acts. `never` (the default): it never asks; `on-request`:
+ * the model decides when to ask (e.g. to run outside the sandbox); `untrusted`: every command that is not known to
+ * be read-only, every file change and every MCP tool call is a required action the client approves or denies.
+ */
+export type ApprovalPolicy = "never" | "on-request" | "untrusted";
+export const APPROVAL_POLICIES: readonly ApprovalPolicy[] = ["never", "on-request", "untrusted"];
 
 export interface AgentSettings {
   reasoning: { effort: ReasoningEffort | null; summary: "concise" | "detailed" | "auto" | null };
@@ -14,6 +21,7 @@ export interface AgentSettings {
   };
   service_tier: ServiceTier;
   multi_agent: { enabled: boolean; max_concurrent_subagents: number | null };
+  approval_policy: ApprovalPolicy;
   compaction?: { async: boolean };
   experimental?: { time_awareness: boolean };
 }
@@ -24,6 +32,7 @@ export interface SettingsPatch {
   text?: Partial<AgentSettings["text"]> | null;
   service_tier?: ServiceTier | null;
   multi_agent?: Partial<AgentSettings["multi_agent"]> | null;
+  approval_policy?: ApprovalPolicy | null;
   compaction?: AgentSettings["compaction"] | null;
   experimental?: AgentSettings["experimental"] | null;
 }
@@ -33,6 +42,7 @@ export const DEFAULT_SETTINGS: AgentSettings = {
   text: { format: { type: "text" }, verbosity: "medium" },
   service_tier: "auto",
   multi_agent: { enabled: false, max_concurrent_subagents: null },
+  approval_policy: "never",
 };
 
 /**
@@ -47,6 +57,8 @@ export function mergeSettings(current: AgentSettings, patch: SettingsPatch): Age
     next.service_tier = patch.service_tier ?? DEFAULT_SETTINGS.service_tier;
   if (patch.multi_agent !== undefined)
     next.multi_agent = { ...DEFAULT_SETTINGS.multi_agent, ...patch.multi_agent };
+  if (patch.approval_policy !== undefined)
+    next.approval_policy = patch.approval_policy ?? DEFAULT_SETTINGS.approval_policy;
   if (patch.compaction !== undefined) {
     if (patch.compaction === null) delete next.compaction;
     else next.compaction = patch.compaction;

@@ -50,8 +50,60 @@ export interface SessionRecord {
   error: string | null;
   /** Id of the running turn, if any. */
   active_turn_id: string | null;
+  /** What the running turn waits for from the client (status `requires_action` while not empty). */
+  required_actions: RequiredAction[];
   extra: Record<string, unknown>;
 }
+
+/** The model called one of the client's function tools: answered by a tool result. */
+export interface FunctionCallAction {
+  type: "function_call";
+  /** The call id (also the action id). */
+  id: string;
+  turn_id: string;
+  name: string;
+  /** The arguments as a JSON string. */
+  arguments: string;
+  created_at: number;
+}
+
+/** What an approval request is about. */
+export type ApprovalKind = "command_execution" | "file_change" | "mcp_tool_call" | "mcp_elicitation";
+
+/** The engine asks before it acts (command, file change, MCP tool call) or an MCP server asks the user. */
+export interface ApprovalAction {
+  type: "approval_request";
+  id: string;
+  turn_id: string;
+  kind: ApprovalKind;
+  /** The item the approval is about, when there is one. */
+  item_id: string | null;
+  /** Human-readable summary (the command, the reason, the MCP server's message). */
+  message: string;
+  /** Details of the request (command and cwd, file changes, MCP tool and arguments, elicitation schema). */
+  details: Record<string, unknown>;
+  created_at: number;
+}
+
+export type RequiredAction = FunctionCallAction | ApprovalAction;
+
+/** How a client decides an approval request. */
+export type ApprovalDecision = "approve" | "approve_for_session" | "deny" | "cancel";
+
+/**
+ * Items this server adds to a session's history next to the engine's: the output a client returned for a function
+ * call (the engine's own item carries it only in its internal form).
+ */
+export interface ClientToolResultItem {
+  type: "clientToolResult";
+  id: string;
+  callId: string;
+  success: boolean;
+  contentItems: Array<{ type: "inputText"; text: string } | { type: "inputImage"; imageUrl: string }>;
+}
+
+/** An item of a session's history: the engine's, or one of this server's own. */
+export type StoredItem = ThreadItem | ClientToolResultItem;
 
 export interface TurnError {
   code: string;
@@ -91,8 +143,8 @@ export interface ItemRecord {
   type: string;
   state: ItemState;
   created_at: number;
-  /** The engine item (protocol ThreadItem), as last seen. */
-  data: ThreadItem;
+  /** The engine item (protocol ThreadItem) as last seen, or one of this server's own items. */
+  data: StoredItem;
 }
 
 /** Which stream a delta belongs to. */
@@ -111,10 +163,26 @@ export type LogEvent =
   | { type: "turn.queued"; data: { turn: TurnRecord } }
   | { type: "turn.started"; data: { turn: TurnRecord } }
   /** An engine item started (also stored as an item). */
-  | { type: "item.started"; data: { item: ThreadItem; output_index: number } }
+  | { type: "item.started"; data: { item: StoredItem; output_index: number } }
   | { type: "item.delta"; data: { item_id: string; output_index: number; kind: DeltaKind; delta: string } }
   /** An engine item completed (its stored item is updated). */
-  | { type: "item.completed"; data: { item: ThreadItem; output_index: number } }
+  | { type: "item.completed"; data: { item: StoredItem; output_index: number } }
+  /** An MCP server of the session's thread is starting, ready or failed (`error` says why). */
+  | {
+      type: "mcp_server.status";
+      data: {
+        server_label: string;
+        status: "starting" | "ready" | "failed" | "cancelled";
+        error: string | null;
+      };
+    }
+  /** The turn waits for the client (a function call's result, an approval). */
+  | { type: "action.required"; data: { action: RequiredAction } }
+  /** The client answered (or the turn ended without an answer: `answer` null). */
+  | {
+      type: "action.resolved";
+      data: { action_id: string; action_type: RequiredAction["type"]; answer: ActionAnswerSummary | null };
+    }
   /** How a request of the engine (an approval, a question) was answered. */
   | {
       type: "server_request.answered";
@@ -129,6 +197,9 @@ export type LogEvent =
   | { type: "turn.cancelled"; data: { turn: TurnRecord } }
   /** The goal changed (null: cleared). */
   | { type: "goal.updated"; data: { goal: GoalRecord | null } };
+
+/** What a client answered, as logged (never the tool output itself: that is the output item). */
+export type ActionAnswerSummary = { success: boolean } | { decision: ApprovalDecision };
 
 export type LogEventType = LogEvent["type"];
 export type LogEventOf<T extends LogEventType> = Extract<LogEvent, { type: T }>;
@@ -148,11 +219,11 @@ export type EventRecord<E extends LogEvent = LogEvent> = E & {
  * the turn's latest item with that id to its final data and state (inserting it if it never started).
  */
 export type ItemWrite =
-  | { kind: "start"; turn_id: string; item: ThreadItem; created_at: number }
+  | { kind: "start"; turn_id: string; item: StoredItem; created_at: number }
   | {
       kind: "finish";
       turn_id: string;
-      item: ThreadItem;
+      item: StoredItem;
       created_at: number;
       state: "completed" | "incomplete";
     };

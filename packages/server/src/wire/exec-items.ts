@@ -2,7 +2,8 @@
  * Engine ThreadItems rendered the way `codex exec --json` reports items (the template dialect passes these
  * through: `{id, type:"agent_message", text}`, `command_execution`, `file_change`, …).
  */
-import type { ThreadItem } from "@codex-agent-api/codex";
+import type { StoredItem } from "../store/types.js";
+import { toolResultOutput } from "./tool-output.js";
 
 function snake(type: string): string {
   return type.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
@@ -12,7 +13,7 @@ function snake(type: string): string {
 export const HIDDEN_ITEM_TYPES: readonly string[] = ["userMessage"];
 
 /** null for items the template never showed. */
-export function toExecItem(item: ThreadItem): Record<string, unknown> | null {
+export function toExecItem(item: StoredItem): Record<string, unknown> | null {
   switch (item.type) {
     case "userMessage":
       return null;
@@ -53,6 +54,19 @@ export function toExecItem(item: ThreadItem): Record<string, unknown> | null {
       };
     case "webSearch":
       return { id: item.id, type: "web_search", query: item.query };
+    case "dynamicToolCall":
+      return {
+        id: item.id,
+        type: "function_call",
+        call_id: item.id,
+        name: item.tool,
+        arguments: JSON.stringify(item.arguments ?? {}),
+        status: snake(String(item.status ?? "")),
+      };
+    case "clientToolResult": {
+      const { output, error } = toolResultOutput(item);
+      return { id: item.id, type: "function_call_output", call_id: item.callId, output, error };
+    }
     default: {
       const { type, ...rest } = item;
       return { ...rest, type: snake(type) };

@@ -2,7 +2,6 @@
  * The official OpenAI Agents API wire format (requests with `OpenAI-Beta: agents=v1`), as the `openai` npm SDK
  * 7.55.0 reads it: `agent.session` objects, cursor pages, `agent.session.turn.*` events with `event_id`.
  */
-import type { ThreadItem } from "@codex-agent-api/codex";
 import type {
   Agent,
   AgentFunctionCallStatus,
@@ -22,18 +21,22 @@ import type {
 } from "openai/resources/beta/agents/agents";
 import type { Turn } from "openai/resources/beta/agents/sessions/turns/turns";
 import { settingsOf } from "../domain/settings.js";
+import { redacted, toolsOf } from "../domain/tools.js";
 import type {
   AgentRecord,
   EventRecord,
   ItemRecord,
   ItemState,
   Page,
+  RequiredAction,
   SessionRecord,
+  StoredItem,
   TurnRecord,
   TurnStatus,
   Usage,
 } from "../store/types.js";
 import { goalObject } from "./goal.js";
+import { toolResultOutput } from "./tool-output.js";
 
 const secs = (t: number) => Math.floor(t);
 const secsOrNull = (t: number | null) => (t === null ? null : Math.floor(t));
@@ -45,9 +48,43 @@ const secsOrNull = (t: number | null) => (t === null ? null : Math.floor(t));
 export const agentIdOf = (s: Pick<SessionRecord, "id" | "agent_id">): string =>
   s.agent_id ?? `agent_${s.id.slice(5)}`;
 
-/** Tools as the official types list them (the server keeps what the client sent; only objects are tools). */
-const tools = <T>(list: unknown[]): T[] =>
-  list.filter((t): t is Record<string, unknown> => !!t && typeof t === "object") as unknown as T[];
+/** Tools as the official types show them: complete, and never an MCP server's secrets. */
+function tools(list: unknown[]): PersistedAgentTool[] {
+  return toolsOf(list).map((t): PersistedAgentTool => {
+    switch (t.type) {
+      case "function":
+        return { ...t, defer_loading: false };
+      case "web_search":
+        return {
+          type: "web_search",
+          mode: t.mode,
+          allowed_domains: null,
+          context_size: "medium",
+          location: null,
+        };
+      default:
+        return {
+          type: "mcp",
+          server_label: t.server_label,
+          allowed_tools: t.allowed_tools,
+          required: t.required,
+          connection_origin: "service",
+          credential_id: null,
+          request_metadata: {},
+          transport:
+            t.transport.type === "http"
+              ? { type: "http", server_url: t.transport.server_url, headers: redacted(t.transport.headers) }
+              : {
+                  type: "stdio",
+                  command: t.transport.command,
+                  args: t.transport.args,
+                  cwd: t.transport.cwd ?? "",
+                  env_vars: Object.keys(t.transport.env),
+                },
+        };
+    }
+  });
+}
 
 export function agentObject(a: AgentRecord): Agent {
   const settings = settingsOf(a.extra);
@@ -60,7 +97,7 @@ export function agentObject(a: AgentRecord): Agent {
     instructions: a.instructions,
     metadata: a.metadata,
     model: a.model,
-    tools: tools<PersistedAgentTool>(a.tools),
+    tools: tools(a.tools),
     ...settings,
   };
 }
@@ -99,7 +136,7 @@ export function sessionObject(s: SessionRecord): AgentSession {
       name: s.name,
       instructions: s.instructions,
       model: s.model,
-      tools: tools<AgentTool>(s.tools),
+      tools: tools(s.tools) as AgentTool[],
       ...settingsOf(s.extra),
     },
     created_at: secs(s.created_at),
@@ -108,11 +145,33 @@ export function sessionObject(s: SessionRecord): AgentSession {
     // Only a failed session has an error; a failed turn carries its own (Turn.error).
     error: s.status === "failed" ? s.error : null,
     metadata: s.metadata,
-    required_actions: [],
+    required_actions: s.required_actions.map(requiredAction),
     status: s.status,
     usage: usageObject(s.usage),
     vault_ids: [],
   };
+}
+
+type RequiredActionObject = AgentSession["required_actions"][number];
+
+/**
+ * A required action as the official types show it. Approvals are this server's extension (`approval_request`,
+ * answered by an `approval_result` input event); the official SDK treats them as actions it cannot handle.
+ */
+export function requiredAction(a: RequiredAction): RequiredActionObject {
+  if (a.type === "function_call") {
+    return { type: "function_call", call_id: a.id, name: a.name, arguments: a.arguments, turn_id: a.turn_id };
+  }
+  return {
+    type: "approval_request",
+    action_id: a.id,
+    turn_id: a.turn_id,
+    kind: a.kind,
+    item_id: a.item_id,
+    message: a.message,
+    details: a.details,
+    decisions: ["approve", "approve_for_session", "deny", "cancel"],
+  } as unknown as RequiredActionObject;
 }
 
 const OFFICIAL_TURN_STATUS: Record<TurnStatus, Turn["status"]> = {
@@ -201,7 +260,7 @@ const OUTPUT_STATUS: Record<ItemState, AgentOutputItemStatus> = {
 };
 
 /** An engine ThreadItem as an official AgentSessionItem (null for items with no official counterpart). */
-export function toOfficialItem(raw: ThreadItem, turnId: string, state: ItemState): AgentSessionItem | null {
+export function toOfficialItem(raw: StoredItem, turnId: string, state: ItemState): AgentSessionItem | null {
   const base = { id: raw.id, turn_id: turnId };
   switch (raw.type) {
     case "userMessage": {
@@ -277,6 +336,17 @@ export function toOfficialItem(raw: ThreadItem, turnId: string, state: ItemState
         arguments: JSON.stringify(raw.arguments ?? {}),
         status: callStatus(raw.status, state),
       };
+    case "clientToolResult": {
+      const { output, error } = toolResultOutput(raw);
+      return {
+        ...base,
+        type: "function_call_output",
+        call_id: raw.callId,
+        output,
+        error,
+        status: "completed",
+      };
+    }
     case "webSearch":
       return {
         ...base,
@@ -337,8 +407,9 @@ export function renderEvent(e: EventRecord, agentId: string): AgentSessionEvent[
     case "item.completed": {
       const raw = e.data.item;
       const tid = turn_id ?? "";
-      if (raw.type === "userMessage") {
-        if (e.type === "item.completed") return [];
+      // Input items (the user's message, a client's tool result) are added once, never "done".
+      if (raw.type === "userMessage" || raw.type === "clientToolResult") {
+        if (e.type === (raw.type === "userMessage" ? "item.completed" : "item.started")) return [];
         const item = toOfficialItem(raw, tid, "completed");
         return item
           ? [
@@ -435,6 +506,17 @@ export function renderEvent(e: EventRecord, agentId: string): AgentSessionEvent[
       if (turn.status === "failed") return [{ ...base, type: "agent.session.turn.failed" }];
       return [{ ...base, type: "agent.session.turn.cancelled" }];
     }
+    case "mcp_server.status":
+      // This server's extension (not in the SDK's event union).
+      return [
+        {
+          type: "agent.session.mcp_server.status",
+          event_id: event_id(),
+          session_id,
+          turn_id,
+          ...e.data,
+        } as unknown as AgentSessionEvent,
+      ];
     case "goal.updated":
       // This server's extension (not in the SDK's event union).
       return [
@@ -452,7 +534,7 @@ export function renderEvent(e: EventRecord, agentId: string): AgentSessionEvent[
 }
 
 /** A completed engine item's state: items the engine reports failed or declined stay visible as such. */
-function finishedState(item: ThreadItem): ItemState {
+function finishedState(item: StoredItem): ItemState {
   return "status" in item && (item.status === "failed" || item.status === "declined")
     ? "incomplete"
     : "completed";

@@ -2,7 +2,17 @@
  * The "template" dialect: the exact HTTP contract of the original codex-agent-api service (the seed e2e suite).
  * Integer-second timestamps, `{error, type}` errors, `agent.session.*` SSE names carrying exec-style items.
  */
-import type { AgentRecord, EventRecord, ItemRecord, SessionRecord, Usage } from "../store/types.js";
+
+import { settingsOf } from "../domain/settings.js";
+import { publicTools } from "../domain/tools.js";
+import type {
+  AgentRecord,
+  EventRecord,
+  ItemRecord,
+  RequiredAction,
+  SessionRecord,
+  Usage,
+} from "../store/types.js";
 import { toExecItem } from "./exec-items.js";
 import { goalObject } from "./goal.js";
 
@@ -16,9 +26,10 @@ export function agentObject(a: AgentRecord) {
     object: "agent",
     model: a.model,
     instructions: a.instructions ?? "",
-    tools: a.tools,
+    tools: publicTools(a.tools),
     name: a.name ?? "",
     metadata: a.metadata,
+    approval_policy: settingsOf(a.extra).approval_policy,
     created_at: secs(a.created_at),
   };
 }
@@ -45,9 +56,11 @@ export function sessionObject(s: SessionRecord) {
     status: templateStatus(s),
     model: s.model,
     instructions: s.instructions ?? "",
-    tools: s.tools,
+    tools: publicTools(s.tools),
     created_at: secs(s.created_at),
     metadata: s.metadata,
+    approval_policy: settingsOf(s.extra).approval_policy,
+    required_actions: s.required_actions.map(actionObject),
   };
 }
 
@@ -134,6 +147,27 @@ export function renderEvent(e: EventRecord): SseFrame | null {
           goal: e.data.goal ? goalObject(e.data.goal, e.created_at) : null,
         },
       };
+    case "mcp_server.status":
+      return {
+        event: "agent.session.mcp_server.status",
+        data: { session_id, turn_id: e.turn_id, ...e.data },
+      };
+    case "action.required":
+      return {
+        event: "agent.session.action.required",
+        data: { session_id, turn_id: e.turn_id, action: actionObject(e.data.action) },
+      };
+    case "action.resolved":
+      return {
+        event: "agent.session.action.resolved",
+        data: {
+          session_id,
+          turn_id: e.turn_id,
+          action_id: e.data.action_id,
+          type: e.data.action_type,
+          answer: e.data.answer,
+        },
+      };
     case "server_request.answered":
       return {
         event: "agent.session.approval.answered",
@@ -142,6 +176,24 @@ export function renderEvent(e: EventRecord): SseFrame | null {
     default:
       return null;
   }
+}
+
+/**
+ * A required action as the template dialect shows it (answered by `POST /v1/agents/sessions/{id}/actions/{id}`).
+ */
+export function actionObject(a: RequiredAction) {
+  return a.type === "function_call"
+    ? { id: a.id, type: a.type, turn_id: a.turn_id, call_id: a.id, name: a.name, arguments: a.arguments }
+    : {
+        id: a.id,
+        type: a.type,
+        turn_id: a.turn_id,
+        kind: a.kind,
+        item_id: a.item_id,
+        message: a.message,
+        details: a.details,
+        decisions: ["approve", "approve_for_session", "deny", "cancel"],
+      };
 }
 
 export function errorBody(message: string, type: string) {

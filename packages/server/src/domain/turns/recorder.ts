@@ -4,11 +4,12 @@
  * goal progress goes to the turn's GoalRun. Appends are queued in order and not awaited one by one; `settled()`
  * waits for all of them.
  */
-import type { ThreadItem, TurnEvent } from "@codex-agent-api/codex";
+import type { Thread, ThreadItem, TurnEvent } from "@codex-agent-api/codex";
 import type { Logger } from "pino";
-import type { DeltaKind, LogEvent } from "../../store/types.js";
+import type { DeltaKind, LogEvent, StoredItem } from "../../store/types.js";
 import type { AppendOptions, EventHub } from "../../stream/hub.js";
 import type { GoalRun } from "../goals/run.js";
+import { ACTION_METHODS } from "./actions.js";
 
 /** Which stream a delta belongs to. */
 const DELTA_KIND: Partial<Record<TurnEvent["method"], DeltaKind>> = {
@@ -18,12 +19,19 @@ const DELTA_KIND: Partial<Record<TurnEvent["method"], DeltaKind>> = {
   "item/fileChange/outputDelta": "file_change",
 };
 
+/** How long a request about an item waits for the item's start to be logged. */
+const ITEM_WAIT_MS = 1000;
+
 export class TurnRecorder {
   /** Position of each engine item in the turn, in start order (the official `output_index`). */
   private readonly indexes = new Map<string, number>();
   private last: Promise<unknown> = Promise.resolve();
   private goalWork: Promise<void> = Promise.resolve();
   private failure: unknown = null;
+  private thread: Thread | null = null;
+  /** Items whose start has been handed to the log, and who waits for one. */
+  private readonly started = new Set<string>();
+  private readonly startWaiters = new Map<string, Array<() => void>>();
 
   constructor(
     private readonly hub: EventHub,
@@ -63,24 +71,72 @@ export class TurnRecorder {
     return index;
   }
 
+  /**
+   * Resolves once the start of the item has been handed to the log (anything logged afterwards follows it). An
+   * engine request about an item arrives right after the item's start, which may still be on its way here; after
+   * a second without it, go on anyway (an item that never started must not hold up the request).
+   */
+  itemLogged(itemId: string): Promise<void> {
+    if (this.started.has(itemId)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ITEM_WAIT_MS);
+      timer.unref();
+      const list = this.startWaiters.get(itemId) ?? [];
+      list.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+      this.startWaiters.set(itemId, list);
+    });
+  }
+
+  /**
+   * Where the turn's thread keeps its MCP servers' start-up updates (they may arrive before the turn): logged now
+   * and whenever the turn's stream reports one.
+   */
+  attach(thread: Thread): void {
+    this.thread = thread;
+    this.logMcpStatus();
+  }
+
+  private logMcpStatus(): void {
+    for (const u of this.thread?.takeMcpStatusUpdates() ?? []) {
+      this.log({
+        type: "mcp_server.status",
+        data: { server_label: u.name, status: u.status, error: u.error },
+      });
+    }
+  }
+
   record(event: TurnEvent): void {
     switch (event.method) {
+      case "mcpServer/startupStatus/updated":
+        this.logMcpStatus();
+        return;
       case "item/started": {
         const item = event.params.item as ThreadItem;
         this.log(
           { type: "item.started", data: { item, output_index: this.indexOf(item.id) } },
           { item: { kind: "start", turn_id: this.turnId, item, created_at: this.now() } },
         );
+        this.started.add(item.id);
+        for (const w of this.startWaiters.get(item.id) ?? []) w();
+        this.startWaiters.delete(item.id);
         return;
       }
       case "item/completed": {
         const item = event.params.item as ThreadItem;
-        this.log(
-          { type: "item.completed", data: { item, output_index: this.indexOf(item.id) } },
-          {
-            item: { kind: "finish", turn_id: this.turnId, item, created_at: this.now(), state: "completed" },
-          },
-        );
+        this.finishItem(item);
+        // A client's answer to a function call: its own item in the history, after the call.
+        if (item.type === "dynamicToolCall" && item.contentItems && item.success !== null) {
+          this.finishItem({
+            type: "clientToolResult",
+            id: `${item.id}_output`,
+            callId: item.id,
+            success: item.success,
+            contentItems: item.contentItems.flatMap((c) => (c.type === "inputAudio" ? [] : [c])),
+          });
+        }
         return;
       }
       case "item/agentMessage/delta":
@@ -111,6 +167,8 @@ export class TurnRecorder {
         }
         return;
       case "client/serverRequest/answered":
+        // Required actions are logged by TurnActions (action.required / action.resolved).
+        if (ACTION_METHODS.has(event.params.requestMethod)) return;
         this.log({
           type: "server_request.answered",
           data: {
@@ -124,6 +182,13 @@ export class TurnRecorder {
       default:
         return;
     }
+  }
+
+  private finishItem(item: StoredItem): void {
+    this.log(
+      { type: "item.completed", data: { item, output_index: this.indexOf(item.id) } },
+      { item: { kind: "finish", turn_id: this.turnId, item, created_at: this.now(), state: "completed" } },
+    );
   }
 
   private chainGoalWork(work: Promise<void>): void {

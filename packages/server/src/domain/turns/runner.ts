@@ -4,8 +4,10 @@
  * this process; steer, cancel, timeouts and shutdown act on them.
  */
 import {
+  defaultServerRequestResponse,
   type InputItem,
   InvalidRequestError,
+  type ServerRequest,
   type Thread,
   TransportClosedError,
   type Turn,
@@ -27,6 +29,7 @@ import { newId } from "../ids.js";
 import type { TurnInput } from "../input.js";
 import { engineEffort, settingsOf } from "../settings.js";
 import { addUsage, toUsage } from "../usage.js";
+import { type ActionAnswer, TurnActions, unknownPendingCall } from "./actions.js";
 import { TurnRecorder } from "./recorder.js";
 
 export interface RunnerDeps {
@@ -48,6 +51,8 @@ interface ActiveTurn {
   session: SessionRecord;
   turn: TurnRecord;
   recorder: TurnRecorder;
+  /** What the turn waits for from the client. */
+  actions: TurnActions;
   goal: GoalRun | null;
   engineTurn: Turn | null;
   /** Resolves with the engine turn once it started (null if the turn ended before). */
@@ -187,6 +192,30 @@ export class TurnRunner {
     return active.turn;
   }
 
+  /**
+   * A client's answer to a required action of the session's running turn (a function call's result, an approval
+   * decision). 400 "Unknown pending tool call" when none such waits; `turnId`, when given, must be the turn's.
+   */
+  async answer(sessionId: string, actionId: string, answer: ActionAnswer, turnId?: string): Promise<void> {
+    const active = this.active.get(sessionId);
+    if (!active || (turnId !== undefined && turnId !== active.turn.id) || !active.actions.has(actionId)) {
+      throw unknownPendingCall(actionId);
+    }
+    await active.actions.answer(actionId, answer);
+  }
+
+  /** The options of the session's engine thread, with its requests routed to the session's running turn. */
+  private threadOptions(session: SessionRecord) {
+    return threadOptionsFor(session, this.deps.config, (request) => this.serverRequest(session.id, request));
+  }
+
+  /** A request of the engine for a session's thread: the running turn's to answer, else the safe default. */
+  private serverRequest(sessionId: string, request: ServerRequest): Promise<unknown> | unknown {
+    const active = this.active.get(sessionId);
+    if (!active) return defaultServerRequestResponse(request.method);
+    return active.actions.request(request);
+  }
+
   /** The goal of the session's running turn, once its engine turn has started (null: no goal runs). */
   async runningGoal(sessionId: string): Promise<GoalRun | null> {
     const active = this.active.get(sessionId);
@@ -195,10 +224,23 @@ export class TurnRunner {
     return active.goal;
   }
 
+  /**
+   * Ends the session's turn (shutdown, deletion). A turn waiting for the client fails: the engine cannot keep what
+   * it waits for, so the answer could never be delivered (the same outcome as a crash, see `recover`).
+   */
   async abort(sessionId: string, message: string): Promise<void> {
     const active = this.active.get(sessionId);
     if (!active) return;
-    await this.stop(active, { status: "cancelled", code: "cancelled", message });
+    await this.stop(
+      active,
+      active.actions.size > 0
+        ? {
+            status: "failed",
+            code: REQUIRED_ACTION_LOST,
+            message: lostActionsMessage(message, active.actions.ids()),
+          }
+        : { status: "cancelled", code: "cancelled", message },
+    );
     await active.done;
   }
 
@@ -208,10 +250,7 @@ export class TurnRunner {
 
   /** Runs `fn` with the session's engine thread while no turn runs (goal housekeeping). */
   async withThread<T>(session: SessionRecord, fn: (thread: Thread) => Promise<T>): Promise<T> {
-    const lease = await this.deps.engines.lease(
-      session.thread_id,
-      threadOptionsFor(session, this.deps.config),
-    );
+    const lease = await this.deps.engines.lease(session.thread_id, this.threadOptions(session));
     try {
       if (session.thread_id !== lease.thread.id) {
         await this.deps.store.updateSession(session.id, { thread_id: lease.thread.id });
@@ -242,16 +281,33 @@ export class TurnRunner {
               { turn_id: turn.id },
             );
           }
+          const waited = s.required_actions.length > 0;
+          for (const a of s.required_actions) {
+            log(
+              { type: "action.resolved", data: { action_id: a.id, action_type: a.type, answer: null } },
+              { turn_id: turn.id },
+            );
+          }
           const failed = await tx.updateTurn(s.id, turn.id, {
             status: "failed",
             completed_at: clock.now(),
-            error: { code, message },
+            // The engine cannot keep a call it is waiting on across a restart of its process.
+            error: waited
+              ? {
+                  code: REQUIRED_ACTION_LOST,
+                  message: lostActionsMessage(
+                    message,
+                    s.required_actions.map((a) => a.id),
+                  ),
+                }
+              : { code, message },
           });
           if (failed) log({ type: "turn.failed", data: { turn: failed } }, { turn_id: turn.id });
         }
         const next = await tx.updateSession(s.id, {
           status: "idle",
           active_turn_id: null,
+          required_actions: [],
           updated_at: clock.now(),
         });
         if (next) log({ type: "session.status", data: { session: next } });
@@ -270,10 +326,17 @@ export class TurnRunner {
     const engineReady = new Promise<Turn | null>((r) => {
       setEngineTurn = r;
     });
+    const recorder = new TurnRecorder(hub, logger, () => clock.now(), session.id, turn.id, goal);
+    const actions = new TurnActions(
+      { hub, now: () => clock.now(), itemLogged: (id) => recorder.itemLogged(id) },
+      session.id,
+      turn.id,
+    );
     const active: ActiveTurn = {
       session,
       turn,
-      recorder: new TurnRecorder(hub, logger, () => clock.now(), session.id, turn.id, goal),
+      recorder,
+      actions,
       goal,
       engineTurn: null,
       engineReady,
@@ -339,7 +402,7 @@ export class TurnRunner {
     try {
       const reason = missingModelReason(config);
       if (reason) throw new ConfigurationError(reason);
-      const lease = await engines.lease(session.thread_id, threadOptionsFor(session, config));
+      const lease = await engines.lease(session.thread_id, this.threadOptions(session));
       release = lease.release;
       active.engine = lease.engine;
       if (session.thread_id !== lease.thread.id) {
@@ -347,6 +410,7 @@ export class TurnRunner {
       }
       if (active.stop) throw new StoppedError();
       active.thread = lease.thread;
+      active.recorder.attach(lease.thread);
       const turnOptions = engineTurnOptions(session);
       const engineTurn = active.goal
         ? await active.goal.start(lease.thread, items, turnOptions)
@@ -391,7 +455,15 @@ export class TurnRunner {
     const turn: TurnRecord = { ...active.turn, status, error, usage, completed_at: clock.now() };
     const type =
       status === "completed" ? "turn.completed" : status === "failed" ? "turn.failed" : "turn.cancelled";
+    // Whatever the turn still waited for will not be answered now.
+    const unanswered = active.actions.close();
     await hub.commit(sessionId, async (tx, log) => {
+      for (const a of unanswered) {
+        log(
+          { type: "action.resolved", data: { action_id: a.id, action_type: a.type, answer: null } },
+          { turn_id: turn.id },
+        );
+      }
       // Items the turn started but never finished (interrupted, failed) stay visible, marked incomplete.
       for (const item of await tx.closeOpenItems(sessionId, turn.id, "failed")) {
         log(
@@ -416,6 +488,7 @@ export class TurnRunner {
         status: "idle",
         error: status === "failed" ? (error?.message ?? null) : null,
         active_turn_id: null,
+        required_actions: [],
         usage: addUsage(session.usage, usage),
         last_active_at: now,
         updated_at: now,
@@ -439,6 +512,7 @@ function engineTurnOptions(session: SessionRecord): TurnOptions {
   const format = settings.text.format;
   return {
     model: session.model,
+    approvalPolicy: settings.approval_policy,
     ...(effort !== undefined ? { effort } : {}),
     ...(settings.reasoning.summary !== null ? { summary: settings.reasoning.summary } : {}),
     ...(format.type === "json_schema" ? { outputSchema: format.schema } : {}),
@@ -469,6 +543,13 @@ function outcome(
   }
   return { status: "completed", error: null };
 }
+
+/** A turn ended while it waited for the client (tool result, approval): what it waited for cannot be answered. */
+export const REQUIRED_ACTION_LOST = "required_action_lost";
+
+const lostActionsMessage = (why: string, actionIds: string[]) =>
+  `${why.endsWith(".") ? why : `${why}.`} The turn was waiting for the client (${actionIds.join(", ")}), and the engine cannot keep a pending ` +
+  "tool call or approval across a restart: send the input again.";
 
 class ConfigurationError extends Error {}
 class StoppedError extends Error {}

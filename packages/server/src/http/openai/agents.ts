@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { Core } from "../../core.js";
-import type { SettingsPatch } from "../../domain/settings.js";
+import { APPROVAL_POLICIES, type SettingsPatch } from "../../domain/settings.js";
+import { parseTools } from "../../domain/tools.js";
 import * as openai from "../../wire/openai.js";
 import type { App } from "../app-types.js";
 import { AgentParams, ListQuery, Metadata } from "../validate.js";
@@ -34,6 +35,8 @@ export const Settings = {
     })
     .nullable()
     .optional(),
+  /** This server's extension (see domain/settings.ts). */
+  approval_policy: z.enum(APPROVAL_POLICIES).nullable().optional(),
   compaction: z.object({ async: z.boolean() }).nullable().optional(),
   experimental: z.object({ time_awareness: z.boolean() }).nullable().optional(),
 };
@@ -71,7 +74,7 @@ export function agentRoutes(app: App, core: Core): void {
         model: b.model,
         name: b.name ?? null,
         instructions: b.instructions ?? null,
-        tools: b.tools ?? [],
+        tools: parseTools(b.tools ?? [], { strict: true, allowStdio: core.config.allowMcpStdio }),
         metadata: b.metadata ?? {},
         settings: settingsPatch(b),
       }),
@@ -91,7 +94,9 @@ export function agentRoutes(app: App, core: Core): void {
         ...(b.model !== undefined ? { model: b.model } : {}),
         ...(b.name !== undefined ? { name: b.name } : {}),
         ...(b.instructions !== undefined ? { instructions: b.instructions } : {}),
-        ...(b.tools !== undefined ? { tools: b.tools ?? [] } : {}),
+        ...(b.tools !== undefined
+          ? { tools: parseTools(b.tools ?? [], { strict: true, allowStdio: core.config.allowMcpStdio }) }
+          : {}),
         ...(b.metadata !== undefined ? { metadata: b.metadata ?? {} } : {}),
         settings: settingsPatch(b),
       }),

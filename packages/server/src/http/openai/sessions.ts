@@ -6,6 +6,8 @@ import { isTurnEnd } from "../../domain/events.js";
 import { parseGoalOption } from "../../domain/goals/book.js";
 import { hasContent, parseInput, type TurnInput } from "../../domain/input.js";
 import type { SessionFields } from "../../domain/sessions.js";
+import { parseTools } from "../../domain/tools.js";
+import { parseApproval, parseToolResult } from "../../domain/turns/actions.js";
 import type { EventRecord, SessionRecord } from "../../store/types.js";
 import * as openai from "../../wire/openai.js";
 import type { App } from "../app-types.js";
@@ -51,6 +53,14 @@ const InputEvent = z.discriminatedUnion("type", [
   z.object({ type: z.literal("agent.session.input.cancel") }).loose(),
   z
     .object({ type: z.literal("agent.session.input.tool_result"), turn_id: z.string(), call_id: z.string() })
+    .loose(),
+  /** This server's extension: the answer to an `approval_request` required action. */
+  z
+    .object({
+      type: z.literal("agent.session.input.approval_result"),
+      action_id: z.string(),
+      decision: z.string(),
+    })
     .loose(),
   z.object({ type: z.literal("agent.session.input.computer_use_approval_request_result") }).loose(),
 ]);
@@ -149,7 +159,15 @@ export function sessionRoutes(app: App, core: Core): void {
       ...(b.agent_id ? { agent_id: b.agent_id } : {}),
       ...(a.model ? { model: a.model } : {}),
       ...(a.instructions !== undefined ? { instructions: a.instructions } : {}),
-      ...(a.tools ? { tools: a.tools } : {}),
+      ...(a.tools
+        ? {
+            tools: parseTools(a.tools, {
+              strict: true,
+              allowStdio: core.config.allowMcpStdio,
+              where: "agent.tools",
+            }),
+          }
+        : {}),
       ...(a.name !== undefined ? { name: a.name } : {}),
       metadata: b.metadata ?? {},
       settings: settingsPatch(a),
@@ -199,7 +217,15 @@ export function sessionRoutes(app: App, core: Core): void {
         await sessions.update(req.scope, req.params.session_id, {
           ...(a.model ? { model: a.model } : {}),
           ...(a.instructions !== undefined ? { instructions: a.instructions } : {}),
-          ...(a.tools !== undefined ? { tools: a.tools ?? [] } : {}),
+          ...(a.tools !== undefined
+            ? {
+                tools: parseTools(a.tools ?? [], {
+                  strict: true,
+                  allowStdio: core.config.allowMcpStdio,
+                  where: "agent.tools",
+                }),
+              }
+            : {}),
           ...(b.metadata !== undefined ? { metadata: b.metadata ?? {} } : {}),
           settings: settingsPatch(a),
           extra: b.review ? { review: b.review } : {},
@@ -239,11 +265,20 @@ export function sessionRoutes(app: App, core: Core): void {
               await messages.cancel(s);
               break;
             case "agent.session.input.tool_result":
-              throw badRequest(
-                `Unknown pending tool call: ${ev.call_id}`,
-                `events[${i}].call_id`,
-                "invalid_request_error",
+              await messages.answer(
+                s,
+                ev.call_id,
+                parseToolResult({ success: ev.success, output: ev.output, error: ev.error }, `events[${i}]`),
+                ev.turn_id,
               );
+              break;
+            case "agent.session.input.approval_result":
+              await messages.answer(
+                s,
+                ev.action_id,
+                parseApproval({ decision: ev.decision, content: ev.content }, `events[${i}]`),
+              );
+              break;
             default:
               throw badRequest(
                 `events[${i}]: ${ev.type} is not supported by this server`,

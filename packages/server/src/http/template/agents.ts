@@ -1,5 +1,7 @@
 import { z } from "zod";
 import type { Core } from "../../core.js";
+import { APPROVAL_POLICIES, type ApprovalPolicy } from "../../domain/settings.js";
+import { parseTools } from "../../domain/tools.js";
 import * as template from "../../wire/template.js";
 import type { App } from "../app-types.js";
 import { AgentParams, Metadata } from "../validate.js";
@@ -12,8 +14,14 @@ export const AgentBody = z
     tools: z.array(z.unknown()).nullable().optional(),
     name: z.string().nullable().optional(),
     metadata: Metadata.nullable().optional(),
+    /** This server's extension: when the agent asks before it acts (domain/settings.ts). */
+    approval_policy: z.enum(APPROVAL_POLICIES).nullable().optional(),
   })
   .loose();
+
+/** The settings a template body may carry (only this server's approval policy). */
+export const approvalSetting = (b: { approval_policy?: ApprovalPolicy | null | undefined }) =>
+  b.approval_policy !== undefined ? { settings: { approval_policy: b.approval_policy } } : {};
 
 export function agentRoutes(app: App, core: Core): void {
   const { agents } = core;
@@ -24,8 +32,9 @@ export function agentRoutes(app: App, core: Core): void {
         name: b.name ?? null,
         ...(b.model !== undefined ? { model: b.model } : {}),
         instructions: b.instructions ?? null,
-        tools: b.tools ?? [],
+        tools: parseTools(b.tools ?? [], { strict: false, allowStdio: core.config.allowMcpStdio }),
         metadata: b.metadata ?? {},
+        ...approvalSetting(b),
       }),
     );
   });
@@ -43,8 +52,11 @@ export function agentRoutes(app: App, core: Core): void {
         ...(b.name !== undefined ? { name: b.name } : {}),
         ...(b.model !== undefined ? { model: b.model } : {}),
         ...(b.instructions !== undefined ? { instructions: b.instructions } : {}),
-        ...(b.tools !== undefined ? { tools: b.tools ?? [] } : {}),
+        ...(b.tools !== undefined
+          ? { tools: parseTools(b.tools ?? [], { strict: false, allowStdio: core.config.allowMcpStdio }) }
+          : {}),
         ...(b.metadata !== undefined ? { metadata: b.metadata ?? {} } : {}),
+        ...approvalSetting(b),
       }),
     );
   });

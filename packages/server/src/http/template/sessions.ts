@@ -6,11 +6,15 @@ import { isTurnEnd } from "../../domain/events.js";
 import { parseGoalOption } from "../../domain/goals/book.js";
 import { hasContent, parseInput, type TurnInput } from "../../domain/input.js";
 import type { SessionFields, WorkspaceMode } from "../../domain/sessions.js";
+import { APPROVAL_POLICIES } from "../../domain/settings.js";
+import { parseTools } from "../../domain/tools.js";
+import { parseApproval, parseToolResult } from "../../domain/turns/actions.js";
 import type { EventRecord, ItemRecord, SessionRecord } from "../../store/types.js";
 import * as template from "../../wire/template.js";
 import type { App } from "../app-types.js";
 import { type Frame, parseCursor, streamLog } from "../sse.js";
 import { Metadata, parse, SessionParams } from "../validate.js";
+import { approvalSetting } from "./agents.js";
 import { allPages } from "./all-pages.js";
 
 const InlineAgent = z
@@ -19,6 +23,7 @@ const InlineAgent = z
     instructions: z.string().nullable().optional(),
     tools: z.array(z.unknown()).nullable().optional(),
     name: z.string().nullable().optional(),
+    approval_policy: z.enum(APPROVAL_POLICIES).nullable().optional(),
   })
   .loose();
 
@@ -42,6 +47,7 @@ const UpdateBody = z
     model: z.string().optional(),
     instructions: z.string().nullable().optional(),
     metadata: Metadata.nullable().optional(),
+    approval_policy: z.enum(APPROVAL_POLICIES).nullable().optional(),
   })
   .loose();
 
@@ -55,6 +61,17 @@ const EventsBody = z
     steer: z.boolean().optional(),
   })
   .loose();
+
+const ActionParams = SessionParams.extend({ action_id: z.string().min(1).max(200) });
+const ActionBody = z
+  .object({
+    output: z.unknown().optional(),
+    error: z.string().nullable().optional(),
+    success: z.boolean().optional(),
+    decision: z.string().optional(),
+    content: z.unknown().optional(),
+  })
+  .strict();
 
 /** Template extension: `{type:"agent.session.input.cancel"}` or `{steer:true, input}` act on the running turn. */
 function controlRequest(body: unknown): "cancel" | "steer" | null {
@@ -142,8 +159,17 @@ export function sessionRoutes(app: App, core: Core): void {
         ...fields,
         ...(b.agent.model ? { model: b.agent.model } : {}),
         ...(b.agent.instructions !== undefined ? { instructions: b.agent.instructions } : {}),
-        ...(b.agent.tools ? { tools: b.agent.tools } : {}),
+        ...(b.agent.tools
+          ? {
+              tools: parseTools(b.agent.tools, {
+                strict: false,
+                allowStdio: core.config.allowMcpStdio,
+                where: "agent.tools",
+              }),
+            }
+          : {}),
         ...(b.agent.name !== undefined ? { name: b.agent.name } : {}),
+        ...approvalSetting(b.agent),
       };
     }
     const input = optionalInput(b.input);
@@ -178,8 +204,26 @@ export function sessionRoutes(app: App, core: Core): void {
         ...(b.model !== undefined ? { model: b.model } : {}),
         ...(b.instructions !== undefined ? { instructions: b.instructions } : {}),
         ...(b.metadata !== undefined ? { metadata: b.metadata ?? {} } : {}),
+        ...approvalSetting(b),
       });
       return template.sessionObject(s);
+    },
+  );
+
+  /**
+   * This server's extension: answers a required action of the running turn — a function call (`{output}` or
+   * `{success: false, error}`) or an approval request (`{decision: approve | approve_for_session | deny | cancel}`).
+   * Returns the session (its remaining `required_actions`).
+   */
+  app.post(
+    "/v1/agents/sessions/:session_id/actions/:action_id",
+    { schema: { params: ActionParams, body: ActionBody } },
+    async (req) => {
+      const session = await sessions.get(req.scope, req.params.session_id);
+      const b = req.body;
+      const answer = b.decision !== undefined ? parseApproval(b, "body") : parseToolResult(b, "body");
+      await messages.answer(session, req.params.action_id, answer);
+      return template.sessionObject(await sessions.get(req.scope, session.id));
     },
   );
 

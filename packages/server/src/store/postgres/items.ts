@@ -1,6 +1,5 @@
-import type { ThreadItem } from "@codex-agent-api/codex";
 import { clampLimit, toPage } from "../paging.js";
-import type { ItemRecord, ItemState, NewEvent, Queries } from "../types.js";
+import type { ItemRecord, ItemState, NewEvent, Queries, StoredItem } from "../types.js";
 import type { PgDb } from "./db.js";
 
 /** jsonb data comes back parsed: a row is an ItemRecord. */
@@ -15,7 +14,7 @@ export interface PlannedItem {
   type: string;
   state: ItemState;
   created_at: number;
-  data: ThreadItem;
+  data: StoredItem;
   /** A finish of an item not written earlier in the batch: update the stored one, or insert. */
   lookup: boolean;
 }

@@ -185,6 +185,10 @@ export const MIGRATIONS: readonly string[] = [
   END
   $fn$;
   `,
+  // 2: what a running turn waits for from the client (function call results, approvals)
+  `
+  ALTER TABLE sessions ADD COLUMN required_actions jsonb NOT NULL DEFAULT '[]'::jsonb;
+  `,
 ];
 
 /** The schema version this build expects. */

@@ -4,7 +4,7 @@ import { asIs, asJson, json, listByCreated, type PgDb, setClause } from "./db.js
 /** jsonb columns come back parsed: a row is a SessionRecord (the log counters are never selected). */
 const COLS =
   "id, project_id, created_at, updated_at, last_active_at, status, agent_id, name, model, instructions, tools, " +
-  "metadata, thread_id, workspace, usage, error, active_turn_id, extra";
+  "metadata, thread_id, workspace, usage, error, active_turn_id, required_actions, extra";
 
 const ENCODE = {
   updated_at: asIs,
@@ -21,6 +21,7 @@ const ENCODE = {
   usage: asJson,
   error: asIs,
   active_turn_id: asIs,
+  required_actions: asJson,
   extra: asJson,
 };
 
@@ -43,7 +44,7 @@ export function sessionQueries(db: PgDb): SessionQueries {
     async insertSession(s) {
       await db.run(
         `INSERT INTO sessions (${COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12::jsonb, ` +
-          "$13, $14, $15::jsonb, $16, $17, $18::jsonb)",
+          "$13, $14, $15::jsonb, $16, $17, $18::jsonb, $19::jsonb)",
         [
           s.id,
           s.project_id,
@@ -62,6 +63,7 @@ export function sessionQueries(db: PgDb): SessionQueries {
           json(s.usage),
           s.error,
           s.active_turn_id,
+          json(s.required_actions),
           json(s.extra),
         ],
       );

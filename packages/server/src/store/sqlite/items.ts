@@ -1,6 +1,5 @@
-import type { ThreadItem } from "@codex-agent-api/codex";
 import { clampLimit, toPage } from "../paging.js";
-import type { ItemRecord, ItemState, ItemWrite, Queries } from "../types.js";
+import type { ItemRecord, ItemState, ItemWrite, Queries, StoredItem } from "../types.js";
 import type { Counters } from "./counters.js";
 import { json, parse, type SqliteDb } from "./db.js";
 
@@ -25,7 +24,7 @@ const fromRow = (r: ItemRow): ItemRecord => ({
   type: r.type,
   state: r.state as ItemState,
   created_at: r.created_at,
-  data: parse<ThreadItem>(r.data),
+  data: parse<StoredItem>(r.data),
 });
 
 const LIST_COLS = "turn_id, ordinal, id, type, state, created_at, data";
@@ -40,12 +39,12 @@ const fromListRow = (sessionId: string, r: ListRow): ItemRecord => ({
   type: r[3],
   state: r[4] as ItemState,
   created_at: r[5],
-  data: parse<ThreadItem>(r[6]!),
+  data: parse<StoredItem>(r[6]!),
 });
 
 /** A listed item whose data is read (and parsed) on first access. */
 function lazyItem(db: SqliteDb, sessionId: string, r: ListRow): ItemRecord {
-  let data: ThreadItem | undefined;
+  let data: StoredItem | undefined;
   const record = {
     session_id: sessionId,
     turn_id: r[0],
@@ -58,7 +57,7 @@ function lazyItem(db: SqliteDb, sessionId: string, r: ListRow): ItemRecord {
   Object.defineProperty(record, "data", {
     enumerable: true,
     get: () => {
-      data ??= parse<ThreadItem>(
+      data ??= parse<StoredItem>(
         db.value<string>("SELECT data FROM items WHERE session_id = ? AND ordinal = ?", sessionId, r[1])!,
       );
       return data;
@@ -158,7 +157,7 @@ function closeOpenIn(db: SqliteDb, sessionId: string, turnId: string, status: st
     .map(fromRow);
   const closed: ItemRecord[] = [];
   for (const item of open) {
-    const data = { ...item.data, status } as ThreadItem;
+    const data = { ...item.data, status } as StoredItem;
     db.run(
       "UPDATE items SET state = 'incomplete', data = ? WHERE session_id = ? AND ordinal = ?",
       json(data),

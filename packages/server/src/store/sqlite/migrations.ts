@@ -126,6 +126,10 @@ export const MIGRATIONS: readonly string[] = [
     revoked_at REAL
   );
   `,
+  // 3: what a running turn waits for from the client (function call results, approvals)
+  `
+  ALTER TABLE sessions ADD COLUMN required_actions TEXT NOT NULL DEFAULT '[]';
+  `,
 ];
 
 /** The schema version this build expects. */

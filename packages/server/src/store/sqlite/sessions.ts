@@ -20,12 +20,13 @@ interface SessionRow {
   usage: string;
   error: string | null;
   active_turn_id: string | null;
+  required_actions: string;
   extra: string;
 }
 
 const COLS =
   "id, project_id, created_at, updated_at, last_active_at, status, agent_id, name, model, instructions, tools, " +
-  "metadata, thread_id, workspace, usage, error, active_turn_id, extra";
+  "metadata, thread_id, workspace, usage, error, active_turn_id, required_actions, extra";
 
 const fromRow = (r: SessionRow): SessionRecord => ({
   id: r.id,
@@ -45,6 +46,7 @@ const fromRow = (r: SessionRow): SessionRecord => ({
   usage: parse<Usage>(r.usage),
   error: r.error,
   active_turn_id: r.active_turn_id,
+  required_actions: parse(r.required_actions),
   extra: parse(r.extra),
 });
 
@@ -63,6 +65,7 @@ const ENCODE = {
   usage: json,
   error: asIs,
   active_turn_id: asIs,
+  required_actions: json,
   extra: json,
 };
 
@@ -87,7 +90,7 @@ export function sessionQueries(db: SqliteDb, counters: Counters): SessionQueries
   return {
     async insertSession(s) {
       db.run(
-        `INSERT INTO sessions (${COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO sessions (${COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         s.id,
         s.project_id,
         s.created_at,
@@ -105,6 +108,7 @@ export function sessionQueries(db: SqliteDb, counters: Counters): SessionQueries
         json(s.usage),
         s.error,
         s.active_turn_id,
+        json(s.required_actions),
         json(s.extra),
       );
     },

@@ -1,0 +1,292 @@
+/**
+ * The tools an agent or session declares, in both dialects: client-executed function tools, MCP servers and web
+ * search. Parsed once, strictly (a tool the engine would shadow, reject or could not honour is a 400 naming it),
+ * stored normalised, and never shown with their secrets (MCP authorization, header and env values).
+ */
+import { badRequest } from "./errors.js";
+
+export interface FunctionTool {
+  type: "function";
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+export interface McpHttpTransport {
+  type: "http";
+  server_url: string;
+  headers: Record<string, string>;
+  /** Sent as `Authorization` (a bare token becomes `Bearer <token>`). Never shown. */
+  authorization: string | null;
+}
+
+export interface McpStdioTransport {
+  type: "stdio";
+  command: string;
+  args: string[];
+  cwd: string | null;
+  env: Record<string, string>;
+}
+
+export interface McpTool {
+  type: "mcp";
+  server_label: string;
+  transport: McpHttpTransport | McpStdioTransport;
+  allowed_tools: string[] | null;
+  required: boolean;
+}
+
+export interface WebSearchTool {
+  type: "web_search";
+  mode: "disabled" | "cached" | "live";
+}
+
+export type Tool = FunctionTool | McpTool | WebSearchTool;
+
+/** Names of the engine's own tools (a function tool of the same name would be silently shadowed). */
+export const RESERVED_TOOL_NAMES: ReadonlySet<string> = new Set([
+  "exec_command",
+  "write_stdin",
+  "shell",
+  "local_shell",
+  "apply_patch",
+  "update_plan",
+  "view_image",
+  "web_search",
+  "request_user_input",
+  "list_mcp_resources",
+  "list_mcp_resource_templates",
+  "read_mcp_resource",
+  "get_goal",
+  "create_goal",
+  "update_goal",
+  "spawn_agent",
+  "send_input",
+  "resume_agent",
+  "wait_agent",
+  "close_agent",
+  "functions",
+  "multi_agent_v1",
+]);
+
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,128}$/;
+
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  !!v && typeof v === "object" && !Array.isArray(v);
+
+function stringMap(v: unknown, where: string): Record<string, string> {
+  if (v === undefined || v === null) return {};
+  if (!isRecord(v) || Object.values(v).some((x) => typeof x !== "string")) {
+    throw badRequest(`'${where}' must be an object of strings`, where);
+  }
+  return v as Record<string, string>;
+}
+
+function optionalString(v: unknown, where: string): string | null {
+  if (v === undefined || v === null) return null;
+  if (typeof v !== "string") throw badRequest(`'${where}' must be a string`, where);
+  return v;
+}
+
+/** A label the engine accepts as an MCP server name: [A-Za-z0-9_-], unique (later duplicates get _2, _3, …). */
+function sanitiseLabel(raw: string, taken: Set<string>, index: number): string {
+  const base =
+    raw
+      .replace(/[^A-Za-z0-9_-]/g, "_")
+      .replace(/^_+|_+$/g, "")
+      .slice(0, 64) || `mcp_${index}`;
+  let label = base;
+  for (let n = 2; taken.has(label); n++) label = `${base}_${n}`;
+  taken.add(label);
+  return label;
+}
+
+function functionTool(t: Record<string, unknown>, where: string, names: Set<string>): FunctionTool {
+  const name = t.name;
+  if (typeof name !== "string" || !TOOL_NAME.test(name)) {
+    throw badRequest(
+      `'${where}.name' must be 1-128 characters: letters, digits, '_' or '-'`,
+      `${where}.name`,
+    );
+  }
+  if (RESERVED_TOOL_NAMES.has(name) || name.startsWith("mcp__")) {
+    throw badRequest(
+      `Function tool "${name}" has the name of one of the agent's built-in tools: rename it`,
+      `${where}.name`,
+    );
+  }
+  if (names.has(name)) throw badRequest(`Function tool "${name}" is declared twice`, `${where}.name`);
+  names.add(name);
+  if (t.async === true) {
+    throw badRequest(
+      `Function tool "${name}": async tools are not supported by this server (a tool result must answer the call during its turn)`,
+      `${where}.async`,
+    );
+  }
+  if (t.parameters !== undefined && t.parameters !== null && !isRecord(t.parameters)) {
+    throw badRequest(`'${where}.parameters' must be a JSON Schema object`, `${where}.parameters`);
+  }
+  return {
+    type: "function",
+    name,
+    description: optionalString(t.description, `${where}.description`) ?? "",
+    parameters: isRecord(t.parameters) ? t.parameters : { type: "object", properties: {} },
+  };
+}
+
+/** An MCP server in the official form (`transport`) or the original template's (URL and label at the top). */
+function mcpTool(
+  t: Record<string, unknown>,
+  where: string,
+  labels: Set<string>,
+  opts: { strict: boolean; allowStdio: boolean },
+  index: number,
+): McpTool {
+  const given = t.server_label ?? t.name;
+  const rawLabel = typeof given === "string" ? given : "";
+  if (opts.strict && rawLabel === "") {
+    throw badRequest(`'${where}.server_label' is required for an MCP server`, `${where}.server_label`);
+  }
+  const allowStdio = opts.allowStdio;
+  const transport = isRecord(t.transport) ? t.transport : t;
+  const w = isRecord(t.transport) ? `${where}.transport` : where;
+  let parsed: McpHttpTransport | McpStdioTransport;
+  const url = transport.server_url ?? transport.url;
+  if (transport.type === "stdio" || (typeof transport.command === "string" && url === undefined)) {
+    if (!allowStdio) {
+      throw badRequest(
+        `'${w}': stdio MCP servers are disabled on this server (their commands would run outside the agent's ` +
+          "sandbox); use an http MCP server, or ask the operator to start the server with --allow-mcp-stdio",
+        `${w}.type`,
+      );
+    }
+    if (typeof transport.command !== "string" || transport.command === "") {
+      throw badRequest(`'${w}.command' is required for a stdio MCP server`, `${w}.command`);
+    }
+    const args = transport.args ?? [];
+    if (!Array.isArray(args) || args.some((a) => typeof a !== "string")) {
+      throw badRequest(`'${w}.args' must be an array of strings`, `${w}.args`);
+    }
+    parsed = {
+      type: "stdio",
+      command: transport.command,
+      args: args as string[],
+      cwd: optionalString(transport.cwd, `${w}.cwd`),
+      env: stringMap(transport.env, `${w}.env`),
+    };
+  } else {
+    if (typeof url !== "string")
+      throw badRequest(`'${w}.server_url' is required for an MCP server`, `${w}.server_url`);
+    let u: URL;
+    try {
+      u = new URL(url);
+    } catch {
+      throw badRequest(`'${w}.server_url' is not a URL: ${url}`, `${w}.server_url`);
+    }
+    if (u.protocol !== "http:" && u.protocol !== "https:") {
+      throw badRequest(`'${w}.server_url' must be an http(s) URL`, `${w}.server_url`);
+    }
+    parsed = {
+      type: "http",
+      server_url: url,
+      headers: stringMap(transport.headers ?? t.headers, `${w}.headers`),
+      authorization: optionalString(transport.authorization ?? t.authorization, `${w}.authorization`),
+    };
+  }
+  const allowed = t.allowed_tools;
+  if (
+    allowed !== undefined &&
+    allowed !== null &&
+    (!Array.isArray(allowed) || allowed.some((a) => typeof a !== "string"))
+  ) {
+    throw badRequest(`'${where}.allowed_tools' must be an array of tool names`, `${where}.allowed_tools`);
+  }
+  return {
+    type: "mcp",
+    server_label: sanitiseLabel(rawLabel, labels, index),
+    transport: parsed,
+    allowed_tools: Array.isArray(allowed) ? (allowed as string[]) : null,
+    required: t.required === true,
+  };
+}
+
+/**
+ * Parses a tools list. `strict` (the official dialect): every tool must be one this server runs; otherwise (the
+ * template) tools it does not know are kept as given and left out (the original service skipped them too).
+ */
+export function parseTools(
+  raw: unknown[],
+  opts: { strict: boolean; allowStdio: boolean; where?: string },
+): unknown[] {
+  const names = new Set<string>();
+  const labels = new Set<string>();
+  const where = opts.where ?? "tools";
+  return raw.map((t, i): unknown => {
+    const w = `${where}[${i}]`;
+    if (!isRecord(t)) {
+      if (opts.strict) throw badRequest(`'${w}' must be a tool object`, w);
+      return t;
+    }
+    switch (t.type) {
+      case "function":
+        return functionTool(t, w, names);
+      case "mcp": {
+        // The template kept (and skipped) hosted connectors: MCP tools with neither a URL nor a command.
+        const transport = isRecord(t.transport) ? t.transport : t;
+        const runnable = ["server_url", "url", "command"].some((k) => transport[k] !== undefined);
+        if (!opts.strict && !runnable && transport.type !== "stdio") return t;
+        return mcpTool(t, w, labels, opts, i);
+      }
+      case "web_search": {
+        const mode = t.mode ?? "live";
+        if (mode !== "disabled" && mode !== "cached" && mode !== "live") {
+          throw badRequest(`'${w}.mode' must be disabled, cached or live`, `${w}.mode`);
+        }
+        return { type: "web_search", mode } satisfies WebSearchTool;
+      }
+      default:
+        if (opts.strict) {
+          throw badRequest(
+            `'${w}': tools of type ${JSON.stringify(t.type)} are not supported by this server (function, mcp, web_search)`,
+            `${w}.type`,
+          );
+        }
+        return t;
+    }
+  });
+}
+
+/** The tools this server runs, out of a stored list. */
+export function toolsOf(stored: unknown[]): Tool[] {
+  // An MCP tool without a transport is a hosted connector the template kept as given (and never ran).
+  return stored.filter(
+    (t): t is Tool =>
+      isRecord(t) &&
+      (t.type === "function" || t.type === "web_search" || (t.type === "mcp" && isRecord(t.transport))),
+  );
+}
+
+export const functionTools = (stored: unknown[]) =>
+  toolsOf(stored).filter((t): t is FunctionTool => t.type === "function");
+export const mcpTools = (stored: unknown[]) => toolsOf(stored).filter((t): t is McpTool => t.type === "mcp");
+
+/** Tools as they are shown: never an MCP server's authorization, header values or environment values. */
+export function publicTools(stored: unknown[]): unknown[] {
+  return stored.map((t) => {
+    if (!isRecord(t) || t.type !== "mcp" || !isRecord(t.transport)) return t;
+    const transport = t.transport as unknown as McpHttpTransport | McpStdioTransport;
+    if (transport.type === "http") {
+      const { authorization: _secret, ...rest } = transport;
+      return { ...t, transport: { ...rest, headers: redacted(transport.headers) } };
+    }
+    return { ...t, transport: { ...transport, env: redacted(transport.env) } };
+  });
+}
+
+export const redacted = (m: Record<string, string>) =>
+  Object.fromEntries(Object.keys(m).map((k) => [k, "[redacted]"]));
+
+/** Whether two tool lists declare the same function tools (the engine fixes them when a thread starts). */
+export function sameFunctionTools(a: unknown[], b: unknown[]): boolean {
+  return JSON.stringify(functionTools(a)) === JSON.stringify(functionTools(b));
+}

@@ -1,0 +1,347 @@
+/**
+ * What a running turn waits for from the client. The model called one of the client's function tools, or the
+ * engine asks before it acts (a command, a file change, an MCP tool call) or an MCP server asks the user something:
+ * each such request of the engine becomes a required action. It is stored on the session (status
+ * `requires_action`) and logged after the item it is about (so a client reacting to the item can already answer),
+ * and the engine's request is answered when the client answers, or refused when the turn ends without an answer.
+ */
+import type { Protocol, ServerRequest } from "@codex-agent-api/codex";
+import { defaultServerRequestResponse } from "@codex-agent-api/codex";
+import type {
+  ActionAnswerSummary,
+  ApprovalAction,
+  ApprovalDecision,
+  Queries,
+  RequiredAction,
+  SessionRecord,
+} from "../../store/types.js";
+import type { EventHub, LogFn } from "../../stream/hub.js";
+import { badRequest } from "../errors.js";
+import { newId } from "../ids.js";
+
+/** One part of a function call's output. */
+export type ToolOutputPart =
+  | { type: "input_text"; text: string }
+  | { type: "input_image"; image_url: string };
+
+/** A client's answer to a required action. */
+export type ActionAnswer =
+  | { type: "tool_result"; success: boolean; output: string | ToolOutputPart[] | null; error: string | null }
+  | { type: "approval_result"; decision: ApprovalDecision; content: unknown };
+
+export interface ActionsDeps {
+  hub: EventHub;
+  now: () => number;
+  /** Resolves once the turn's recorder has logged the item (the action must follow it in the log). */
+  itemLogged: (itemId: string) => Promise<void>;
+}
+
+interface Pending {
+  action: RequiredAction;
+  request: ServerRequest;
+  respond: (response: unknown) => void;
+}
+
+/** Requests of the engine that become required actions (logged as actions, not as answered requests). */
+export const ACTION_METHODS: ReadonlySet<string> = new Set([
+  "item/tool/call",
+  "item/commandExecution/requestApproval",
+  "item/fileChange/requestApproval",
+  "mcpServer/elicitation/request",
+]);
+
+/** The message every SDK retries on (HTTP 400, code `invalid_request_error`): keep it exactly. */
+export const unknownPendingCall = (id: string) =>
+  badRequest(`Unknown pending tool call: ${id}`, "call_id", "invalid_request_error");
+
+export class TurnActions {
+  private readonly pending = new Map<string, Pending>();
+  private closed = false;
+
+  constructor(
+    private readonly deps: ActionsDeps,
+    readonly sessionId: string,
+    readonly turnId: string,
+  ) {}
+
+  get size(): number {
+    return this.pending.size;
+  }
+
+  ids(): string[] {
+    return [...this.pending.keys()];
+  }
+
+  has(actionId: string): boolean {
+    return this.pending.has(actionId);
+  }
+
+  /**
+   * Handles one request of the engine during this turn and resolves with the JSON-RPC response: a required action
+   * for the client, or the safe default for requests that are not the client's to answer.
+   */
+  async request(request: ServerRequest): Promise<unknown> {
+    const action = actionFor(request, this.turnId, this.deps.now());
+    if (!action) return defaultServerRequestResponse(request.method);
+    if (this.closed) return refusal(request);
+    const itemId = action.type === "function_call" ? action.id : action.item_id;
+    if (itemId) await this.deps.itemLogged(itemId);
+    const answered = new Promise<unknown>((respond) =>
+      this.pending.set(action.id, { action, request, respond }),
+    );
+    await this.deps.hub.commit(this.sessionId, async (tx, log) => {
+      const s = await tx.getSession(this.sessionId);
+      if (!s) return;
+      await this.setActions(tx, log, [...s.required_actions.filter((a) => a.id !== action.id), action]);
+      log({ type: "action.required", data: { action } }, { turn_id: this.turnId });
+    });
+    return answered;
+  }
+
+  /**
+   * The client's answer. 400 when no such action waits (unknown, already answered, or of the other kind; the
+   * message for an unknown call is the one the SDKs retry on).
+   */
+  async answer(actionId: string, answer: ActionAnswer): Promise<void> {
+    const p = this.pending.get(actionId);
+    if (!p) throw unknownPendingCall(actionId);
+    if (answer.type === "tool_result" && p.action.type !== "function_call") {
+      throw badRequest(
+        `Required action ${actionId} is an approval request: answer it with an approval result`,
+      );
+    }
+    if (answer.type === "approval_result" && p.action.type !== "approval_request") {
+      throw badRequest(`Required action ${actionId} is a function call: answer it with a tool result`);
+    }
+    this.pending.delete(actionId);
+    const summary: ActionAnswerSummary =
+      answer.type === "tool_result" ? { success: answer.success } : { decision: answer.decision };
+    await this.deps.hub.commit(this.sessionId, async (tx, log) => {
+      const s = await tx.getSession(this.sessionId);
+      if (!s) return;
+      log(
+        {
+          type: "action.resolved",
+          data: { action_id: actionId, action_type: p.action.type, answer: summary },
+        },
+        { turn_id: this.turnId },
+      );
+      await this.setActions(
+        tx,
+        log,
+        s.required_actions.filter((a) => a.id !== actionId),
+      );
+    });
+    p.respond(engineResponse(p, answer));
+  }
+
+  /**
+   * The turn is ending (cancelled, timed out, failed): no answer will come. Every waiting request of the engine is
+   * refused (after an interrupt the engine ignores it anyway); the turn's end clears the stored actions.
+   */
+  close(): RequiredAction[] {
+    this.closed = true;
+    const left = [...this.pending.values()];
+    this.pending.clear();
+    for (const p of left) p.respond(refusal(p.request));
+    return left.map((p) => p.action);
+  }
+
+  /** Stores the session's actions and its status (`requires_action` while any wait), logging the change. */
+  private async setActions(tx: Queries, log: LogFn, actions: RequiredAction[]): Promise<void> {
+    const next = await tx.updateSession(this.sessionId, {
+      required_actions: actions,
+      status: actions.length > 0 ? "requires_action" : "in_progress",
+      updated_at: this.deps.now(),
+    });
+    if (next)
+      log({ type: "session.status", data: { session: next as SessionRecord } }, { turn_id: this.turnId });
+  }
+}
+
+/** The required action for a request of the engine, or null when the client is not asked. */
+function actionFor(request: ServerRequest, turnId: string, now: number): RequiredAction | null {
+  const r = request as unknown as Protocol.ServerRequest;
+  switch (r.method) {
+    case "item/tool/call":
+      return {
+        type: "function_call",
+        id: r.params.callId,
+        turn_id: turnId,
+        name: r.params.tool,
+        arguments: JSON.stringify(r.params.arguments ?? {}),
+        created_at: now,
+      };
+    case "item/commandExecution/requestApproval":
+      return approval(turnId, now, "command_execution", r.params.itemId, {
+        message: r.params.reason ?? `Run \`${r.params.command ?? ""}\``,
+        details: {
+          command: r.params.command ?? null,
+          cwd: r.params.cwd ?? null,
+          reason: r.params.reason ?? null,
+        },
+      });
+    case "item/fileChange/requestApproval":
+      return approval(turnId, now, "file_change", r.params.itemId, {
+        message: r.params.reason ?? "Apply file changes",
+        details: { reason: r.params.reason ?? null, grant_root: r.params.grantRoot ?? null },
+      });
+    case "mcpServer/elicitation/request": {
+      const p = r.params;
+      const meta = isRecord(p._meta) ? p._meta : {};
+      if (meta.codex_approval_kind === "mcp_tool_call") {
+        return approval(turnId, now, "mcp_tool_call", null, {
+          message: p.message,
+          details: {
+            server_label: p.serverName,
+            tool: meta.tool_name ?? null,
+            arguments: meta.tool_params ?? null,
+          },
+        });
+      }
+      return approval(turnId, now, "mcp_elicitation", null, {
+        message: p.message,
+        details:
+          p.mode === "url"
+            ? { server_label: p.serverName, mode: "url", url: p.url }
+            : { server_label: p.serverName, mode: "form", requested_schema: p.requestedSchema },
+      });
+    }
+    default:
+      return null;
+  }
+}
+
+function approval(
+  turnId: string,
+  now: number,
+  kind: ApprovalAction["kind"],
+  itemId: string | null,
+  what: { message: string; details: Record<string, unknown> },
+): ApprovalAction {
+  return {
+    type: "approval_request",
+    id: newId("act_"),
+    turn_id: turnId,
+    kind,
+    item_id: itemId,
+    ...what,
+    created_at: now,
+  };
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  !!v && typeof v === "object" && !Array.isArray(v);
+
+const COMMAND_DECISION: Record<ApprovalDecision, string> = {
+  approve: "accept",
+  approve_for_session: "acceptForSession",
+  deny: "decline",
+  cancel: "cancel",
+};
+
+/** The JSON-RPC response the engine expects for a client's answer. */
+function engineResponse(p: Pending, answer: ActionAnswer): unknown {
+  if (answer.type === "tool_result") {
+    const parts: Protocol.v2.DynamicToolCallOutputContentItem[] =
+      typeof answer.output === "string"
+        ? [{ type: "inputText", text: answer.output }]
+        : (answer.output ?? []).map((c) =>
+            c.type === "input_text"
+              ? { type: "inputText", text: c.text }
+              : { type: "inputImage", imageUrl: c.image_url },
+          );
+    if (!answer.success)
+      return {
+        contentItems: [{ type: "inputText", text: answer.error ?? "The tool failed." }],
+        success: false,
+      };
+    return { contentItems: parts.length > 0 ? parts : [{ type: "inputText", text: "" }], success: true };
+  }
+  switch (p.request.method) {
+    case "mcpServer/elicitation/request": {
+      const action =
+        answer.decision === "deny" ? "decline" : answer.decision === "cancel" ? "cancel" : "accept";
+      return {
+        action,
+        content: action === "accept" ? (answer.content ?? null) : null,
+        _meta: answer.decision === "approve_for_session" ? { persist: "session" } : null,
+      };
+    }
+    default:
+      return { decision: COMMAND_DECISION[answer.decision] };
+  }
+}
+
+/** What the engine gets when nobody will answer (the turn is ending). */
+function refusal(request: ServerRequest): unknown {
+  if (request.method === "item/tool/call") {
+    return {
+      contentItems: [{ type: "inputText", text: "The turn ended before the client answered." }],
+      success: false,
+    };
+  }
+  return request.method === "mcpServer/elicitation/request"
+    ? { action: "cancel", content: null, _meta: null }
+    : defaultServerRequestResponse(request.method);
+}
+
+/**
+ * A tool result as a client sends it (both dialects): `output` a string, a list of `input_text` / `input_image`
+ * parts, or any other JSON (sent to the model as its JSON text); `success: false` with `error` for a failed call
+ * (`success` defaults to whether an error was given).
+ */
+export function parseToolResult(
+  raw: { success?: unknown; output?: unknown; error?: unknown },
+  where: string,
+): ActionAnswer {
+  if (raw.success !== undefined && typeof raw.success !== "boolean") {
+    throw badRequest(`'${where}.success' must be a boolean`, `${where}.success`);
+  }
+  if (raw.error !== undefined && raw.error !== null && typeof raw.error !== "string") {
+    throw badRequest(`'${where}.error' must be a string`, `${where}.error`);
+  }
+  const error = typeof raw.error === "string" ? raw.error : null;
+  const success = typeof raw.success === "boolean" ? raw.success : error === null;
+  return { type: "tool_result", success, output: toolOutput(raw.output, `${where}.output`), error };
+}
+
+function toolOutput(v: unknown, where: string): string | ToolOutputPart[] | null {
+  if (v === undefined || v === null) return null;
+  if (typeof v === "string") return v;
+  if (Array.isArray(v) && v.length > 0 && v.every((p) => isRecord(p) && typeof p.type === "string")) {
+    return v.map((p: Record<string, unknown>, i): ToolOutputPart => {
+      if (p.type === "input_text" && typeof p.text === "string") return { type: "input_text", text: p.text };
+      if (p.type === "input_image" && typeof p.image_url === "string") {
+        return { type: "input_image", image_url: p.image_url };
+      }
+      throw badRequest(
+        `'${where}[${i}]' must be {type: "input_text", text} or {type: "input_image", image_url}`,
+        `${where}[${i}]`,
+      );
+    });
+  }
+  return JSON.stringify(v);
+}
+
+export const APPROVAL_DECISIONS: readonly ApprovalDecision[] = [
+  "approve",
+  "approve_for_session",
+  "deny",
+  "cancel",
+];
+
+/** An approval decision as a client sends it (`content`: the answer to an MCP server's form, when it asks one). */
+export function parseApproval(raw: { decision?: unknown; content?: unknown }, where: string): ActionAnswer {
+  if (typeof raw.decision !== "string" || !APPROVAL_DECISIONS.includes(raw.decision as ApprovalDecision)) {
+    throw badRequest(
+      `'${where}.decision' must be one of ${APPROVAL_DECISIONS.join(", ")}`,
+      `${where}.decision`,
+    );
+  }
+  return {
+    type: "approval_result",
+    decision: raw.decision as ApprovalDecision,
+    content: raw.content ?? null,
+  };
+}
