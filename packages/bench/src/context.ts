@@ -1,6 +1,9 @@
 /** What every scenario gets, and the shapes of their results. */
 import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { Codex, resolveCodexBinary, type ThreadOptions } from "@codex-agent-api/codex";
+import { engineConfigToml, loadConfig, PERMISSION_PROFILE } from "@codex-agent-api/server";
 import { type CodexHome, createCodexHome, type MockResponsesServer } from "@codex-agent-api/testkit";
 import { OFFICIAL } from "./http.js";
 import { type Cleanup, now } from "./proc.js";
@@ -38,13 +41,16 @@ export interface Scenario {
 
 /**
  * A server child process and, for reference, the SDK driving its own app-server directly in this process, both on
- * the same mock and with the same engine config (sandbox workspace-write, approval never, provider env key).
+ * the same mock and with the same engine config: the server's own config.toml (its permission profile for agent
+ * commands, approval never, provider env key). `legacy` is a second SDK engine on the engine's plain
+ * `workspace-write` sandbox (no read isolation), to show what the isolation costs.
  */
 export interface TurnRig {
   server: ServerProcess;
   codex: Codex;
   home: CodexHome;
   threadOptions: ThreadOptions;
+  legacy: { codex: Codex; threadOptions: ThreadOptions };
   codexBin: string;
   close(): Promise<void>;
 }
@@ -52,21 +58,34 @@ export interface TurnRig {
 export async function startTurnRig(ctx: Pick<Context, "cleanup" | "mock">): Promise<TurnRig> {
   const { dir } = ctx.cleanup.tempDir("turns");
   const server = await startServer(ctx.cleanup, { mockUrl: ctx.mock.url, dataDir: `${dir}/server` });
-  const home = await createCodexHome({
+  const homeOptions = {
     mockUrl: ctx.mock.url,
-    dir: `${dir}/sdk`,
     sandboxMode: "workspace-write",
     approvalPolicy: "never",
     envKey: "OPENAI_API_KEY",
     envKeyValue: "bench",
+  } as const;
+  const home = await createCodexHome({ ...homeOptions, dir: `${dir}/sdk` });
+  // The server's engine config, as the server writes it for this mock.
+  const serverConfig = loadConfig(
+    ["--model-base-url", ctx.mock.url, "--model", "mock-model", "--data-dir", dir],
+    {
+      OPENAI_API_KEY: "bench",
+    },
+  );
+  writeFileSync(join(home.codexHome, "config.toml"), engineConfigToml(serverConfig, ctx.mock.url));
+  const legacyHome = await createCodexHome({ ...homeOptions, dir: `${dir}/sdk-legacy` });
+  const start = (h: CodexHome) =>
+    Codex.start({
+      codexHome: h.codexHome,
+      env: h.env,
+      cwd: h.workspace,
+      clientInfo: { name: "codex_agent_api_bench", version: "0.1.0" },
+    });
+  const [codex, legacy] = await Promise.all([start(home), start(legacyHome)]);
+  const unregister = ctx.cleanup.add("sdk engines", async () => {
+    await Promise.all([codex.close(), legacy.close()]);
   });
-  const codex = await Codex.start({
-    codexHome: home.codexHome,
-    env: home.env,
-    cwd: home.workspace,
-    clientInfo: { name: "codex_agent_api_bench", version: "0.1.0" },
-  });
-  const unregister = ctx.cleanup.add("sdk engine", () => codex.close());
   return {
     server,
     codex,
@@ -75,12 +94,21 @@ export async function startTurnRig(ctx: Pick<Context, "cleanup" | "mock">): Prom
     threadOptions: {
       cwd: home.workspace,
       model: "mock-model",
-      sandbox: "workspace-write",
       approvalPolicy: "never",
+      config: { default_permissions: PERMISSION_PROFILE },
+    },
+    legacy: {
+      codex: legacy,
+      threadOptions: {
+        cwd: legacyHome.workspace,
+        model: "mock-model",
+        sandbox: "workspace-write",
+        approvalPolicy: "never",
+      },
     },
     async close() {
       unregister();
-      await Promise.all([codex.close(), server.stop()]);
+      await Promise.all([codex.close(), legacy.close(), server.stop()]);
     },
   };
 }

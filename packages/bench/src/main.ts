@@ -16,6 +16,7 @@ import { footprint } from "./scenarios/footprint.js";
 import { replayLog } from "./scenarios/replay.js";
 import { restart } from "./scenarios/restart.js";
 import { soak } from "./scenarios/soak.js";
+import { toolRoundTrip } from "./scenarios/tools.js";
 import { concurrency, goal, turnLatency } from "./scenarios/turns.js";
 import { setServerCli, setServerNodeArgs } from "./server.js";
 import { checkTarget, formatTable, formatTargets, type TargetResult } from "./stats.js";
@@ -30,9 +31,10 @@ const SCENARIOS: Scenario[] = [
   footprint,
   restart,
   soak,
+  toolRoundTrip,
 ];
 /** Scenarios that use the shared turn rig: it is closed once the last of them has run. */
-const RIG_USERS = new Set(["1", "2", "3"]);
+const RIG_USERS = new Set(["1", "2", "3", "10"]);
 
 /** 1/5/15-minute load averages: other work on the machine skews every number here. */
 const load = () =>
@@ -44,7 +46,7 @@ const USAGE = `Usage: npm run bench -- [--quick] [--json <path>] [--only <ids>]
 
   --quick        smaller samples (finishes in under 2 minutes on 2 cores)
   --json <path>  also write every result as JSON
-  --only <ids>   comma-separated scenario ids (1-9)
+  --only <ids>   comma-separated scenario ids (1-10)
   --profile-server <dir>
                  run every server process with --cpu-prof, writing .cpuprofile files to <dir>
   --server-cli <path>

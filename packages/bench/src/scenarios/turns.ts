@@ -51,12 +51,14 @@ export const turnLatency: Scenario = {
     const templateId = await createTemplateSession(rig.server);
     const official = await OfficialSession.open(rig.server);
     const thread = await rig.codex.startThread(rig.threadOptions);
+    const legacyThread = await rig.legacy.codex.startThread(rig.legacy.threadOptions);
     // Warm-up: the first turns start the threads (and warm caches); the exec warm-up also creates the thread the
     // resumed runs continue.
     for (let i = 0; i < warm; i++) {
       await templateTurn(rig.server, templateId, TRIVIAL_PROMPT);
       await official.turn(TRIVIAL_PROMPT);
       await sdkTurn(thread);
+      await sdkTurn(legacyThread);
     }
     const first = await execTurn(rig, TRIVIAL_PROMPT);
     if (!first.threadId) throw new Error("codex exec reported no thread id");
@@ -64,6 +66,7 @@ export const turnLatency: Scenario = {
     const t: number[] = [];
     const o: number[] = [];
     const s: number[] = [];
+    const sl: number[] = [];
     const er: number[] = [];
     const ef: number[] = [];
     // Interleaved, so drift (thermal, caches, growing threads) hits every variant alike.
@@ -82,6 +85,9 @@ export const turnLatency: Scenario = {
       async () => {
         s.push(await sdkTurn(thread));
       },
+      async () => {
+        sl.push(await sdkTurn(legacyThread));
+      },
     ];
     for (let i = 0; i < n; i++) {
       // The order rotates, so no variant always runs first after an idle moment (or after an exec process).
@@ -97,6 +103,7 @@ export const turnLatency: Scenario = {
     const http = { ref: t, name: "HTTP template" };
     const rows: Row[] = [
       row("SDK direct: thread.run", "ms", s),
+      row("SDK direct, plain workspace-write sandbox (no read isolation)", "ms", sl, sdk),
       row("HTTP template: POST events → SSE turn.completed", "ms", t, sdk),
       row("HTTP official: POST events 202 → stream turn.completed", "ms", o, sdk),
       row("codex exec resume per turn (follow-up)", "ms", er, http),
@@ -125,6 +132,8 @@ export const turnLatency: Scenario = {
         },
       ],
       notes: [
+        "SDK and server run the same engine config (the server's config.toml: agent commands under its permission " +
+          "profile); the plain-sandbox row shows what that isolation costs the engine per turn.",
         `Each sample is a follow-up turn on one existing session/thread (${warm} warm-up turns each); variants interleaved, their order rotating.`,
         "Server: separate process (`cli.js serve`), 1 engine; SDK: Codex.start in the bench process; same mock, same engine config. " +
           `Server process CPU per HTTP turn: ${(serverCpu / (2 * n)).toFixed(1)} ms (10 ms ticks, averaged over both dialects).`,
@@ -135,6 +144,7 @@ export const turnLatency: Scenario = {
         template: t,
         official: o,
         sdk: s,
+        sdkPlainSandbox: sl,
         execResume: er,
         execFresh: ef,
         serverCpuMsPerHttpTurn: serverCpu / (2 * n),
@@ -304,6 +314,7 @@ export const goal: Scenario = {
     const templateId = await createTemplateSession(rig.server);
     const official = await OfficialSession.open(rig.server);
     const thread = await rig.codex.startThread(rig.threadOptions);
+    const legacyThread = await rig.legacy.codex.startThread(rig.legacy.threadOptions);
     const expectDrained = (what: string) => {
       const left = ctx.mock.pending();
       if (left !== 0) {

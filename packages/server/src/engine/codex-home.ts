@@ -33,6 +33,10 @@ export function engineConfigToml(config: Config, providerUrl: string): string {
       ? [`default_permissions = ${str(PERMISSION_PROFILE)}`]
       : [`sandbox_mode = "danger-full-access"`]),
     "check_for_update_on_startup = false",
+    // The workspace is the agent's whole project. Without this, every turn looks for skills and AGENTS.md in each
+    // directory from the cwd up to a project root, and under the permission profile each lookup is a sandboxed
+    // helper process (tens of ms per turn).
+    "project_root_markers = []",
     "",
     "[features]",
     "goals = true",

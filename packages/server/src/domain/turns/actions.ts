@@ -34,7 +34,15 @@ export interface ActionsDeps {
   now: () => number;
   /** Resolves once the turn's recorder has logged the item (the action must follow it in the log). */
   itemLogged: (itemId: string) => Promise<void>;
+  /** Whether the turn's recorder has logged the start of this item (a client may have seen it). */
+  itemStarted: (itemId: string) => boolean;
 }
+
+/**
+ * How long an answer to a call the client saw start may wait for the call to become a required action (the engine
+ * asks right after the item starts; a fast client can answer in between).
+ */
+const REGISTRATION_WAIT_MS = 2000;
 
 interface Pending {
   action: RequiredAction;
@@ -56,6 +64,8 @@ export const unknownPendingCall = (id: string) =>
 
 export class TurnActions {
   private readonly pending = new Map<string, Pending>();
+  /** Answers that arrived before their action was registered, waiting for it. */
+  private readonly early = new Map<string, Array<() => void>>();
   private closed = false;
 
   constructor(
@@ -95,6 +105,9 @@ export class TurnActions {
       await this.setActions(tx, log, [...s.required_actions.filter((a) => a.id !== action.id), action]);
       log({ type: "action.required", data: { action } }, { turn_id: this.turnId });
     });
+    const early = this.early.get(action.id);
+    this.early.delete(action.id);
+    for (const wake of early ?? []) wake();
     return answered;
   }
 
@@ -103,6 +116,10 @@ export class TurnActions {
    * message for an unknown call is the one the SDKs retry on).
    */
   async answer(actionId: string, answer: ActionAnswer): Promise<void> {
+    // A call the client saw start, answered before the engine asked for it: wait until it is an action.
+    if (!this.pending.has(actionId) && !this.closed && this.deps.itemStarted(actionId)) {
+      await this.registered(actionId);
+    }
     const p = this.pending.get(actionId);
     if (!p) throw unknownPendingCall(actionId);
     if (answer.type === "tool_result" && p.action.type !== "function_call") {
@@ -135,12 +152,28 @@ export class TurnActions {
     p.respond(engineResponse(p, answer));
   }
 
+  /** Resolves when the action is registered (stored and logged), or after a while if it never is. */
+  private registered(actionId: string): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, REGISTRATION_WAIT_MS);
+      timer.unref();
+      const list = this.early.get(actionId) ?? [];
+      list.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+      this.early.set(actionId, list);
+    });
+  }
+
   /**
    * The turn is ending (cancelled, timed out, failed): no answer will come. Every waiting request of the engine is
    * refused (after an interrupt the engine ignores it anyway); the turn's end clears the stored actions.
    */
   close(): RequiredAction[] {
     this.closed = true;
+    for (const wake of [...this.early.values()].flat()) wake();
+    this.early.clear();
     const left = [...this.pending.values()];
     this.pending.clear();
     for (const p of left) p.respond(refusal(p.request));

@@ -108,6 +108,11 @@ export class TurnRecorder {
     }
   }
 
+  /** Whether the start of the item has been handed to the log. */
+  itemStarted(itemId: string): boolean {
+    return this.started.has(itemId);
+  }
+
   record(event: TurnEvent): void {
     switch (event.method) {
       case "mcpServer/startupStatus/updated":

@@ -198,9 +198,7 @@ export class TurnRunner {
    */
   async answer(sessionId: string, actionId: string, answer: ActionAnswer, turnId?: string): Promise<void> {
     const active = this.active.get(sessionId);
-    if (!active || (turnId !== undefined && turnId !== active.turn.id) || !active.actions.has(actionId)) {
-      throw unknownPendingCall(actionId);
-    }
+    if (!active || (turnId !== undefined && turnId !== active.turn.id)) throw unknownPendingCall(actionId);
     await active.actions.answer(actionId, answer);
   }
 
@@ -328,7 +326,12 @@ export class TurnRunner {
     });
     const recorder = new TurnRecorder(hub, logger, () => clock.now(), session.id, turn.id, goal);
     const actions = new TurnActions(
-      { hub, now: () => clock.now(), itemLogged: (id) => recorder.itemLogged(id) },
+      {
+        hub,
+        now: () => clock.now(),
+        itemLogged: (id) => recorder.itemLogged(id),
+        itemStarted: (id) => recorder.itemStarted(id),
+      },
       session.id,
       turn.id,
     );
