@@ -9,6 +9,7 @@ import type { EventHub } from "../stream/hub.js";
 import type { Clock, Timer } from "../util/clock.js";
 import type { AgentFields, AgentService } from "./agents.js";
 import { badRequest, capacity, notFound } from "./errors.js";
+import type { SessionHooks } from "./hooks.js";
 import { newId } from "./ids.js";
 import type { Scope } from "./scope.js";
 import { DEFAULT_SETTINGS, mergeSettings, settingsOf } from "./settings.js";
@@ -37,6 +38,7 @@ export interface SessionDeps {
 
 export class SessionService {
   private ttlTimer: Timer | null = null;
+  private readonly hooks: SessionHooks[] = [];
 
   constructor(private readonly deps: SessionDeps) {}
 
@@ -90,6 +92,7 @@ export class SessionService {
       await tx.insertSession(session);
       log({ type: "session.created", data: { session } });
     });
+    this.runHooks("afterCreate", session);
     return session;
   }
 
@@ -136,6 +139,21 @@ export class SessionService {
     return this.deps.store.listSessions({ ...opts, project_id: scope.projectId });
   }
 
+  /** Attaches a feature to the sessions' lifecycle (see domain/hooks.ts). */
+  use(hooks: SessionHooks): void {
+    this.hooks.push(hooks);
+  }
+
+  private runHooks(name: keyof SessionHooks, s: SessionRecord): void {
+    for (const h of this.hooks) {
+      const fn = h[name];
+      if (!fn) continue;
+      fn.call(h, s).catch((err: unknown) =>
+        this.deps.logger.error({ session: s.id, hook: name, err: String(err) }, "session hook failed"),
+      );
+    }
+  }
+
   /** Deletes a session; a running turn is interrupted first. */
   async delete(scope: Scope, id: string): Promise<void> {
     const s = await this.get(scope, id);
@@ -180,5 +198,6 @@ export class SessionService {
     if (s.extra.workspace_mode === "session" && basename(s.workspace) === s.id) {
       rmSync(s.workspace, { recursive: true, force: true });
     }
+    this.runHooks("afterDelete", s);
   }
 }

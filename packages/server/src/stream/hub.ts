@@ -244,6 +244,7 @@ export class EventHub {
   private readonly subs = new Map<string, Set<Sub>>();
   private readonly writers = new Map<string, Writer>();
   private readonly listeners: WriteListener[] = [];
+  private readonly eventListeners: Array<(e: EventRecord) => void> = [];
   private readonly now: () => number;
 
   private readonly onListenerError: (err: unknown) => void;
@@ -259,6 +260,14 @@ export class EventHub {
   /** Called after every write with the session's new last seq. */
   onWrite(listener: WriteListener): void {
     this.listeners.push(listener);
+  }
+
+  /**
+   * Called with every event this process stored, once it is durable, in log order per session (observers such as
+   * metrics and traces; never events written by another instance). A listener must not throw or block.
+   */
+  onEvent(listener: (e: EventRecord) => void): void {
+    this.eventListeners.push(listener);
   }
 
   /** Appends one event (batched with the others of this event-loop turn); resolves once it is stored. */
@@ -415,6 +424,15 @@ export class EventHub {
     if (appended.length === 0) return;
     const set = this.subs.get(sessionId);
     if (set) for (const a of appended) for (const s of set) s.publish(a.event);
+    for (const l of this.eventListeners) {
+      for (const a of appended) {
+        try {
+          l(a.event);
+        } catch (err) {
+          this.onListenerError(err);
+        }
+      }
+    }
     const last = appended.at(-1)!.event.seq;
     for (const l of this.listeners) {
       try {

@@ -42,8 +42,16 @@ export class GoalRun {
     readonly objective: string,
   ) {}
 
-  /** Starts the logical turn's first engine turn on the thread, as a goal this run drives. */
-  async start(thread: Thread, items: InputItem[], options: TurnOptions): Promise<Turn> {
+  /**
+   * Starts the logical turn's first engine turn on the thread, as a goal this run drives. `between` runs after each
+   * engine turn after which another one will run, before it starts.
+   */
+  async start(
+    thread: Thread,
+    items: InputItem[],
+    options: TurnOptions,
+    between: () => Promise<void> = async () => {},
+  ): Promise<Turn> {
     this.thread = thread;
     const record = (await this.deps.book.get(this.sessionId))!;
     this.maxTurns = record.max_turns;
@@ -52,7 +60,14 @@ export class GoalRun {
     this.tokensBefore = record.tokens_used;
     this.tokensUsed = record.tokens_used;
     this.baseline = thread.usageTotal;
-    const goal = { tokenBudget: record.token_budget, drive: () => this.mayContinue() };
+    const goal = {
+      tokenBudget: record.token_budget,
+      drive: async () => {
+        if (!this.mayContinue()) return false;
+        await between();
+        return this.mayContinue();
+      },
+    };
     let turn: Turn;
     if (this.mode === "input") {
       turn = await thread.turn(items, { ...options, goal });

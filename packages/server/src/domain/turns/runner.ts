@@ -25,6 +25,7 @@ import type { EventHub } from "../../stream/hub.js";
 import type { Clock, Timer } from "../../util/clock.js";
 import { badRequest, conflict } from "../errors.js";
 import type { GoalRun } from "../goals/run.js";
+import { HookFailure, type TurnHooks } from "../hooks.js";
 import { newId } from "../ids.js";
 import type { TurnInput } from "../input.js";
 import { engineEffort, settingsOf } from "../settings.js";
@@ -79,10 +80,34 @@ export const STOP_GRACE_MS = 10_000;
 
 export class TurnRunner {
   private readonly active = new Map<string, ActiveTurn>();
+  private readonly hooks: TurnHooks[] = [];
   private readonly waiters = new Map<string, Array<(t: TurnRecord) => void>>();
   private readonly idleListeners: Array<(sessionId: string) => void> = [];
 
   constructor(private readonly deps: RunnerDeps) {}
+
+  /** Attaches a feature to the turns' lifecycle (see domain/hooks.ts). */
+  use(hooks: TurnHooks): void {
+    this.hooks.push(hooks);
+  }
+
+  /** Runs one kind of hook of every feature, in order; failures are logged. */
+  private async runHooks(
+    name: "afterEngineTurn" | "afterTurn",
+    active: ActiveTurn,
+    turn: TurnRecord,
+  ): Promise<void> {
+    for (const h of this.hooks) {
+      try {
+        await h[name]?.(active.session, turn);
+      } catch (err) {
+        this.deps.logger.error(
+          { session: active.session.id, turn: turn.id, hook: name, err: String(err) },
+          "turn hook failed",
+        );
+      }
+    }
+  }
 
   isActive(sessionId: string): boolean {
     return this.active.has(sessionId);
@@ -414,15 +439,20 @@ export class TurnRunner {
       if (active.stop) throw new StoppedError();
       active.thread = lease.thread;
       active.recorder.attach(lease.thread);
+      for (const h of this.hooks) await h.beforeTurn?.(active.session, active.turn);
+      if (active.stop) throw new StoppedError();
       const turnOptions = engineTurnOptions(session);
       const engineTurn = active.goal
-        ? await active.goal.start(lease.thread, items, turnOptions)
+        ? await active.goal.start(lease.thread, items, turnOptions, () =>
+            this.runHooks("afterEngineTurn", active, active.turn),
+          )
         : await lease.thread.turn(items, turnOptions);
       active.engineTurn = engineTurn;
       active.setEngineTurn(engineTurn);
       if (active.stop) await engineTurn.interrupt().catch(() => {});
       for await (const event of engineTurn.stream()) active.recorder.record(event);
       result = await engineTurn.run();
+      await this.runHooks("afterEngineTurn", active, active.turn);
     } catch (err) {
       failure = describeFailure(err);
       if (err instanceof TurnFailedError) result = err.result;
@@ -504,6 +534,7 @@ export class TurnRunner {
     this.waiters.delete(turn.id);
     if (error) logger.warn({ session: sessionId, turn: turn.id, status, error }, "turn ended");
     for (const l of this.idleListeners) l(sessionId);
+    void this.runHooks("afterTurn", active, turn);
     return turn;
   }
 }
@@ -559,6 +590,7 @@ class StoppedError extends Error {}
 
 function describeFailure(err: unknown): TurnError {
   if (err instanceof ConfigurationError) return { code: "authentication_error", message: err.message };
+  if (err instanceof HookFailure) return { code: err.code, message: err.message };
   if (err instanceof StoppedError) return { code: "cancelled", message: "stopped before it started" };
   if (err instanceof TransportClosedError) {
     return {

@@ -1,0 +1,38 @@
+/**
+ * Where features attach to the lifecycle of sessions and turns without the runner or the session service knowing
+ * them (checkpoints, environments, observability, webhooks). Registered once at start-up (`runner.use`,
+ * `sessions.use`); called in registration order.
+ */
+import type { SessionRecord, TurnRecord } from "../store/types.js";
+
+export interface TurnHooks {
+  /**
+   * The session is claimed and its engine thread leased; the engine has not started the turn. A rejection fails
+   * the turn (an {@link HookFailure} gives its code; any other error is `internal_error`).
+   */
+  beforeTurn?(session: SessionRecord, turn: TurnRecord): Promise<void>;
+  /**
+   * An engine turn of the logical turn has ended: between a goal's continuations (the next one waits for this),
+   * and once after the last engine turn, before the turn's end is stored. Errors are logged, never fatal.
+   */
+  afterEngineTurn?(session: SessionRecord, turn: TurnRecord): Promise<void>;
+  /** The turn's end is stored (the session is idle again). Errors are logged, never fatal. */
+  afterTurn?(session: SessionRecord, turn: TurnRecord): Promise<void>;
+}
+
+export interface SessionHooks {
+  /** A session was created (its first turn, if any, has not started). Errors are logged, never fatal. */
+  afterCreate?(session: SessionRecord): Promise<void>;
+  /** A session and its records were deleted (by a client or by expiry). Errors are logged, never fatal. */
+  afterDelete?(session: SessionRecord): Promise<void>;
+}
+
+/** Fails a turn from a `beforeTurn` hook with this code and message. */
+export class HookFailure extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
