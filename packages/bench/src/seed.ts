@@ -53,6 +53,8 @@ function sessionRecord(workspace: string, createdAt: number): SessionRecord {
     error: null,
     active_turn_id: null,
     required_actions: [],
+    owner_instance: null,
+    lease_epoch: 0,
     extra: {},
   };
 }

@@ -1,17 +1,16 @@
 #!/usr/bin/env node
-import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig, usage } from "./config.js";
 import { ApiError } from "./domain/errors.js";
 import { KeyService } from "./domain/keys.js";
-import { createLogger, startService } from "./service.js";
-import { SqliteStore } from "./store/sqlite/index.js";
+import { createLogger, openStore, startService } from "./service.js";
 import { systemClock } from "./util/clock.js";
 
 const KEYS_USAGE = `Usage:
   codex-agent-api keys create --project NAME [--admin] [--data-dir DIR]   prints the new key (shown once) as JSON
   codex-agent-api keys list [--data-dir DIR]                              one JSON line per key
   codex-agent-api keys revoke ID [--data-dir DIR]
+  (with PostgreSQL: --database-url URL, or DATABASE_URL, instead of --data-dir)
 `;
 
 async function keys(argv: string[]): Promise<number> {
@@ -21,13 +20,17 @@ async function keys(argv: string[]): Promise<number> {
       project: { type: "string" },
       admin: { type: "boolean" },
       "data-dir": { type: "string" },
+      "database-url": { type: "string" },
     },
     strict: true,
     allowPositionals: true,
   });
   const [action, ...rest] = positionals;
-  const config = loadConfig(values["data-dir"] ? ["--data-dir", values["data-dir"]] : []);
-  const store = SqliteStore.open(join(config.dataDir, "agents.db"));
+  const config = loadConfig([
+    ...(values["data-dir"] ? ["--data-dir", values["data-dir"]] : []),
+    ...(values["database-url"] ? ["--database-url", values["database-url"]] : []),
+  ]);
+  const store = await openStore(config);
   const service = new KeyService(store, systemClock);
   const print = (v: unknown) => process.stdout.write(`${JSON.stringify(v)}\n`);
   try {

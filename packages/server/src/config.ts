@@ -7,8 +7,13 @@ import type { SandboxMode } from "@codex-agent-api/codex";
 export interface Config {
   host: string;
   port: number;
-  /** Holds the SQLite database and the engine's CODEX_HOME. */
+  /** Holds the SQLite database (unless `databaseUrl`) and the engine's CODEX_HOME. */
   dataDir: string;
+  /**
+   * A PostgreSQL database (postgres://…) instead of the embedded SQLite one: several instances may share it (each
+   * with its own data dir, the same workspace root on shared storage).
+   */
+  databaseUrl: string | null;
   /** Root of the session workspaces (the agent's cwd). */
   workspaceRoot: string;
   /**
@@ -70,6 +75,8 @@ Options (environment variable in brackets):
   --host <addr>              bind address (HOST, default 127.0.0.1)
   --port <n>                 port (PORT, default 9000)
   --data-dir <dir>           database + engine state (AGENT_DATA_DIR, default ./.data)
+  --database-url <url>       PostgreSQL instead of the embedded SQLite database; several instances may share it
+                             (DATABASE_URL, e.g. postgres://user@host/db)
   --workspace <dir>          workspace root, the agents' cwd (WORKSPACE, default <data-dir>/workspace)
   --workspace-mode <mode>    auto | session | shared (AGENT_WORKSPACE_MODE, default auto: a directory per
                              session in the official dialect, the shared root in the template dialect)
@@ -112,6 +119,21 @@ function int(
   return n;
 }
 
+/** A PostgreSQL connection URL, checked (null: not given). */
+function databaseUrl(raw: string | undefined): string | null {
+  if (raw === undefined || raw === "") return null;
+  let url: URL | null = null;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = null;
+  }
+  if (!url || (url.protocol !== "postgres:" && url.protocol !== "postgresql:")) {
+    throw new ConfigError("--database-url takes a PostgreSQL URL like postgres://user@host:5432/db");
+  }
+  return raw;
+}
+
 /** Names a loopback bind always answers to (the Host header check against DNS rebinding). */
 export const LOOPBACK_HOST_NAMES: readonly string[] = ["localhost", "127.0.0.1", "[::1]"];
 
@@ -136,6 +158,7 @@ export function loadConfig(
       host: { type: "string" },
       port: { type: "string" },
       "data-dir": { type: "string" },
+      "database-url": { type: "string" },
       workspace: { type: "string" },
       "workspace-mode": { type: "string" },
       model: { type: "string" },
@@ -217,6 +240,7 @@ export function loadConfig(
     ),
     port: int("--port", values.port ?? env.PORT, 9000, 0, 65535),
     dataDir,
+    databaseUrl: databaseUrl(values["database-url"] ?? env.DATABASE_URL),
     workspaceRoot: abs(values.workspace ?? env.WORKSPACE ?? `${dataDir}/workspace`),
     workspaceMode,
     model: values.model ?? env.CODEX_MODEL ?? (mock ? "mock-model" : "gpt-5-codex"),

@@ -4,12 +4,15 @@ import { join } from "node:path";
 import { MockResponsesServer, scriptedModel } from "@codex-agent-api/mock-model";
 import pino, { type Logger } from "pino";
 import { buildApp } from "./app.js";
+import { PgCluster } from "./cluster/pg.js";
+import { PgRollouts } from "./cluster/rollouts.js";
 import type { Config } from "./config.js";
 import { type Core, createCore, recover } from "./core.js";
 import { isolated, PERMISSION_PROFILE, prepareCodexHome } from "./engine/codex-home.js";
 import { EnginePool } from "./engine/pool.js";
 import type { App } from "./http/app-types.js";
 import { IDEMPOTENCY_TTL_SECONDS } from "./http/idempotency.js";
+import { isPostgresStore, PostgresStore } from "./store/postgres/index.js";
 import { SqliteStore } from "./store/sqlite/index.js";
 import type { Store } from "./store/types.js";
 import { type Clock, systemClock } from "./util/clock.js";
@@ -38,6 +41,13 @@ export function createLogger(level: string): Logger {
   return pino({ level, base: { service: "codex-agent-api" } });
 }
 
+/** The database the config names: PostgreSQL with `--database-url`, else the embedded SQLite file. */
+export async function openStore(config: Config): Promise<Store> {
+  return config.databaseUrl
+    ? PostgresStore.open(config.databaseUrl)
+    : SqliteStore.open(join(config.dataDir, "agents.db"));
+}
+
 /** How often forgotten idempotency keys are deleted. */
 const HOUSEKEEPING_MS = 3600_000;
 
@@ -50,8 +60,15 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     config.provider.kind === "mock"
       ? await MockResponsesServer.start({ fallback: scriptedModel(), capture: opts.mockCapture ?? 0 })
       : null;
-  const store = opts.store ?? SqliteStore.open(join(config.dataDir, "agents.db"));
+  const store = opts.store ?? (await openStore(config));
   const home = prepareCodexHome(config, mock?.url ?? null);
+  // Several instances may share a PostgreSQL database; the embedded one has this instance alone.
+  const shared = isPostgresStore(store)
+    ? {
+        cluster: new PgCluster({ pool: store.pool, connectionString: store.url, logger }),
+        rollouts: new PgRollouts(store.pool, home.codexHome),
+      }
+    : {};
   const engines = new EnginePool({
     size: config.enginePoolSize,
     maxThreadsPerEngine: config.maxThreadsPerEngine,
@@ -62,8 +79,16 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     ...(isolated(config) ? { requiredProfile: PERMISSION_PROFILE } : {}),
     ...(config.codexPath ? { codexPath: config.codexPath } : {}),
   });
-  const core = createCore(config, { store, engines, logger, clock });
+  const core = createCore(config, { store, engines, logger, clock, ...shared });
+  // Joined before anything is claimed: a claim by an instance the others do not know looks orphaned.
+  await core.cluster.start({
+    handle: (op) => core.control.handle(op),
+    wake: (sessionId, seq) => (sessionId === "*" ? core.hub.wakeAll() : core.hub.notify(sessionId, seq)),
+    fenced: () => engines.killAll(),
+  });
+  core.hub.onWrite((sessionId, seq) => core.cluster.published(sessionId, seq));
   await recover(core);
+  if (shared.cluster) core.takeover.start();
   const app = buildApp(core);
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();
@@ -85,6 +110,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     stop() {
       stopping ??= (async () => {
         housekeeping.cancel();
+        core.takeover.stop();
         core.sessions.stopExpiry();
         const closing = app.close();
         await core.runner.abortAll("server shutting down");
@@ -95,6 +121,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         app.server.closeAllConnections();
         await closing;
         await engines.close();
+        await core.cluster.stop();
         await store.close();
         await mock?.close();
       })();

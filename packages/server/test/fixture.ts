@@ -106,6 +106,7 @@ export function stubEngines(): Engines {
     killEngine: () => undefined,
     stats: () => [],
     warm: async () => {},
+    killAll: () => {},
     close: async () => {},
   };
 }

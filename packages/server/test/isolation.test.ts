@@ -13,7 +13,8 @@ import { cleanup } from "./fixture.js";
 const SECRETS = {
   OPENAI_API_KEY: "sk-isolation-model-key-4a1f",
   AGENT_API_TOKEN: "isolation-service-token-77e2",
-  DATABASE_URL: "postgres://agent:db-password-91c3@db.internal/prod",
+  // (not DATABASE_URL: the server would use it; it is kept from agents the same way)
+  ANALYTICS_DATABASE_URL: "postgres://agent:db-password-91c3@db.internal/prod",
   SOME_OTHER_SECRET: "other-secret-value-5d0b",
 };
 

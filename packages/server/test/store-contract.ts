@@ -18,6 +18,7 @@ import type {
   TurnRecord,
   Usage,
 } from "../src/store/types.js";
+import { FencedError } from "../src/store/types.js";
 
 export const P1 = "proj_1";
 export const P2 = "proj_2";
@@ -63,6 +64,8 @@ export const session = (id: string, created_at = 1000, over: Partial<SessionReco
   error: null,
   active_turn_id: null,
   required_actions: [],
+  owner_instance: null,
+  lease_epoch: 0,
   extra: {},
   ...over,
 });
@@ -516,10 +519,23 @@ export function storeContract(
         const winner = (a ?? b)!;
         const loser = a ? "t_b" : "t_a";
         expect(winner.active_turn_id).toBe(a ? "t_a" : "t_b");
+        // A claim bumps the lease epoch: the fencing token of that claim.
         expect(winner).toEqual(
           a
-            ? { ...session("s1"), active_turn_id: "t_a", status: "in_progress", updated_at: 2000 }
-            : { ...session("s1"), active_turn_id: "t_b", status: "requires_action", updated_at: 3000 },
+            ? {
+                ...session("s1"),
+                active_turn_id: "t_a",
+                status: "in_progress",
+                updated_at: 2000,
+                lease_epoch: 1,
+              }
+            : {
+                ...session("s1"),
+                active_turn_id: "t_b",
+                status: "requires_action",
+                updated_at: 3000,
+                lease_epoch: 1,
+              },
         );
         expect(await store.getSession("s1")).toEqual(winner); // the loser changed nothing
         expect(await store.claimSession("s1", loser, { status: "failed" })).toBeUndefined();
@@ -529,7 +545,12 @@ export function storeContract(
           active_turn_id: null,
         });
         const again = await store.claimSession("s1", "t_c", { status: "in_progress" });
-        expect(again).toMatchObject({ id: "s1", active_turn_id: "t_c", status: "in_progress" });
+        expect(again).toMatchObject({
+          id: "s1",
+          active_turn_id: "t_c",
+          status: "in_progress",
+          lease_epoch: 2,
+        });
         expect(await store.getSession("s1")).toEqual(again);
 
         expect(await store.claimSession("nope", "t", {})).toBeUndefined();
@@ -824,6 +845,29 @@ export function storeContract(
       beforeEach(async () => {
         await store.insertSession(session("s1"));
         await store.insertSession(session("s2"));
+      });
+
+      it("fenced appends: written while the claim's lease epoch holds, refused (nothing written) once it moved on", async () => {
+        const claimed = (await store.claimSession("s1", "t1", { owner_instance: "inst_a" }))!;
+        expect(claimed.lease_epoch).toBe(1);
+        const [ok] = await store.appendEvents("s1", [newEvent()], claimed.lease_epoch);
+        expect(ok!.event.seq).toBe(1);
+        // Another claim (a takeover) bumps the epoch: the old owner's writes are refused, inside a transaction too.
+        await store.updateSession("s1", { active_turn_id: null });
+        expect((await store.claimSession("s1", "t2", { owner_instance: "inst_b" }))!.lease_epoch).toBe(2);
+        await expect(store.appendEvents("s1", [newEvent()], 1)).rejects.toBeInstanceOf(FencedError);
+        await expect(
+          store.transaction(async (tx) => {
+            await tx.updateSession("s1", { name: "written by a zombie" });
+            await tx.appendEvents("s1", [newEvent()], 1);
+          }),
+        ).rejects.toBeInstanceOf(FencedError);
+        expect(await store.lastEventSeq("s1")).toBe(1);
+        expect((await store.getSession("s1"))!.name).toBeNull();
+        // The current owner's fenced writes, and unfenced ones, go through.
+        expect((await store.appendEvents("s1", [newEvent()], 2))[0]!.event.seq).toBe(2);
+        expect((await store.appendEvents("s1", [newEvent()]))[0]!.event.seq).toBe(3);
+        expect((await store.readEvents("s1", 0, 10)).map((e) => e.seq)).toEqual([1, 2, 3]);
       });
 
       it("assigns seq 1, 2, 3… per session, independent across sessions", async () => {

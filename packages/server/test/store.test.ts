@@ -185,7 +185,7 @@ describe("SqliteStore file persistence", () => {
     v1.exec(MIGRATIONS[0]!);
     v1.pragma("user_version = 1");
     const s = session("s1", 5, { agent_id: "ag", metadata: { env: "prod" } });
-    const { project_id: _p, required_actions: _r, ...v1Session } = s;
+    const { project_id: _p, required_actions: _r, owner_instance: _o, lease_epoch: _e, ...v1Session } = s;
     const a = agent("ag", 3);
     const { project_id: _q, ...v1Agent } = a;
     const row = (r: Record<string, unknown>) =>

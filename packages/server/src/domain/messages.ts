@@ -9,6 +9,7 @@ import type { GoalCaps } from "./goals/book.js";
 import type { GoalService } from "./goals/service.js";
 import type { TurnInput } from "./input.js";
 import type { ActionAnswer } from "./turns/actions.js";
+import type { TurnControl } from "./turns/control.js";
 import type { TurnRunner } from "./turns/runner.js";
 
 /** What a message does while a turn runs: join it (steer), or be refused (409). */
@@ -21,7 +22,9 @@ export interface Sent {
 }
 
 export class MessageService {
-  constructor(private readonly deps: { store: Store; runner: TurnRunner; goals: GoalService }) {}
+  constructor(
+    private readonly deps: { store: Store; runner: TurnRunner; control: TurnControl; goals: GoalService },
+  ) {}
 
   /**
    * Sends the input. With `steer`, a message that meets a turn which is already ending (being cancelled, or whose
@@ -42,28 +45,25 @@ export class MessageService {
     }
     let current = session;
     for (;;) {
-      const running = runner.activeTurn(current.id);
-      if (!running) {
-        if (current.active_turn_id && opts.whileBusy === "refuse")
-          throw conflict("Session has an active turn");
-        return { turn: await runner.start(current, input), steered: false };
-      }
+      // The running turn: here, or on another instance (the session says which).
+      const running = runner.activeTurn(current.id)?.id ?? current.active_turn_id;
+      if (!running) return { turn: await runner.start(current, input), steered: false };
       if (opts.whileBusy === "refuse") throw conflict("Session has an active turn");
-      const steered = await runner.steer(current.id, input.items);
+      const steered = await this.deps.control.steer(current.id, input.items);
       if (steered) return { turn: steered, steered: true };
-      await runner.waitFor(current.id, running.id);
+      await runner.waitFor(current.id, running);
       current = await this.reload(current.id);
     }
   }
 
   /** Adds input to the running turn only; null when nothing runs. */
   steer(session: SessionRecord, input: TurnInput): Promise<TurnRecord | null> {
-    return this.deps.runner.steer(session.id, input.items);
+    return this.deps.control.steer(session.id, input.items);
   }
 
   /** Cancels the running turn (it ends `cancelled`); null when the session is idle. */
   cancel(session: SessionRecord): Promise<TurnRecord | null> {
-    return this.deps.runner.cancel(session.id);
+    return this.deps.control.cancel(session.id);
   }
 
   /**
@@ -71,7 +71,7 @@ export class MessageService {
    * pending tool call" when no such action waits (or `turnId` is not the running turn).
    */
   answer(session: SessionRecord, actionId: string, answer: ActionAnswer, turnId?: string): Promise<void> {
-    return this.deps.runner.answer(session.id, actionId, answer, turnId);
+    return this.deps.control.answer(session.id, actionId, answer, turnId);
   }
 
   private async reload(id: string): Promise<SessionRecord> {

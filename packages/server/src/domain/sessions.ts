@@ -14,6 +14,7 @@ import { newId } from "./ids.js";
 import type { Scope } from "./scope.js";
 import { DEFAULT_SETTINGS, mergeSettings, settingsOf } from "./settings.js";
 import { sameFunctionTools } from "./tools.js";
+import type { TurnControl } from "./turns/control.js";
 import type { TurnRunner } from "./turns/runner.js";
 import { ZERO_USAGE } from "./usage.js";
 
@@ -31,6 +32,7 @@ export interface SessionDeps {
   engines: Engines;
   agents: AgentService;
   runner: TurnRunner;
+  control: TurnControl;
   config: Config;
   clock: Clock;
   logger: Logger;
@@ -81,6 +83,8 @@ export class SessionService {
       error: null,
       active_turn_id: null,
       required_actions: [],
+      owner_instance: null,
+      lease_epoch: 0,
       extra: {
         ...f.extra,
         workspace_mode: opts.workspace,
@@ -157,7 +161,7 @@ export class SessionService {
   /** Deletes a session; a running turn is interrupted first. */
   async delete(scope: Scope, id: string): Promise<void> {
     const s = await this.get(scope, id);
-    await this.deps.runner.abort(id, "session deleted");
+    await this.deps.control.abort(id, "session deleted");
     await this.remove(s);
   }
 

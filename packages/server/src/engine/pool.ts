@@ -1,6 +1,6 @@
 import { Codex, type Thread, type ThreadOptions } from "@codex-agent-api/codex";
 import type { Logger } from "pino";
-import type { EngineStats, Engines, Lease } from "./types.js";
+import type { EngineStats, Engines, Lease, LeaseOptions } from "./types.js";
 
 export interface EnginePoolOptions {
   size: number;
@@ -24,6 +24,10 @@ interface Slot {
   /** Turns running on this slot. */
   busy: number;
   generation: number;
+  /** Threads this process holds an outdated copy of (continued elsewhere since): never resumed here again. */
+  stale: Set<string>;
+  /** Called when busy drops to 0. */
+  idleWaiters: Array<() => void>;
 }
 
 /**
@@ -44,6 +48,8 @@ export class EnginePool implements Engines {
       threads: new Set(),
       busy: 0,
       generation: 0,
+      stale: new Set(),
+      idleWaiters: [],
     }));
   }
 
@@ -66,11 +72,12 @@ export class EnginePool implements Engines {
    * A thread handle for a session: starts a new thread when `threadId` is null, otherwise finds the process that
    * has it loaded or resumes it on one. `release()` must be called when the turn ends.
    */
-  async lease(threadId: string | null, options: ThreadOptions): Promise<Lease> {
+  async lease(threadId: string | null, options: ThreadOptions, opts: LeaseOptions = {}): Promise<Lease> {
     if (this.closed) throw new Error("engine pool is closed");
+    if (threadId && opts.stale) await this.dropStale(threadId);
     let slot = threadId ? this.placement.get(threadId) : undefined;
     if (slot && !slot.threads.has(threadId!)) slot = undefined;
-    slot ??= this.pick();
+    slot ??= this.pick(threadId);
     slot.busy++;
     try {
       const codex = await this.ensure(slot);
@@ -94,14 +101,35 @@ export class EnginePool implements Engines {
         release: () => {
           if (released) return;
           released = true;
-          slot.busy--;
-          this.maybeRecycle(slot);
+          this.done(slot);
         },
       };
     } catch (err) {
-      slot.busy--;
+      this.done(slot);
       throw err;
     }
+  }
+
+  private done(slot: Slot): void {
+    slot.busy--;
+    if (slot.busy === 0) for (const w of slot.idleWaiters.splice(0)) w();
+    this.maybeRecycle(slot);
+  }
+
+  /**
+   * The thread was continued elsewhere: a process that has it loaded holds an outdated copy (it would ignore the
+   * newer rollout and write over it). It is forgotten here and resumed on another process; when every process has
+   * a stale copy, the one it is placed on is restarted as soon as it is idle.
+   */
+  private async dropStale(threadId: string): Promise<void> {
+    const slot = this.placement.get(threadId);
+    if (!slot || !slot.threads.has(threadId)) return;
+    this.placement.delete(threadId);
+    slot.threads.delete(threadId);
+    slot.stale.add(threadId);
+    if (this.slots.some((s) => !s.stale.has(threadId))) return;
+    while (slot.busy > 0) await new Promise<void>((resolve) => slot.idleWaiters.push(resolve));
+    if (slot.stale.has(threadId)) this.restart(slot, "a thread it holds was continued on another instance");
   }
 
   /** A request on any running engine (for thread state that needs no loaded thread, e.g. goals). */
@@ -136,9 +164,14 @@ export class EnginePool implements Engines {
     return pid;
   }
 
-  private pick(): Slot {
-    let best = this.slots[0]!;
-    for (const s of this.slots) {
+  killAll(): void {
+    for (const s of this.slots) this.killEngine(s.index);
+  }
+
+  private pick(threadId: string | null): Slot {
+    const usable = this.slots.filter((s) => !threadId || !s.stale.has(threadId));
+    let best = usable[0] ?? this.slots[0]!;
+    for (const s of usable) {
       if (s.busy < best.busy || (s.busy === best.busy && s.threads.size < best.threads.size)) best = s;
     }
     return best;
@@ -186,16 +219,22 @@ export class EnginePool implements Engines {
   private reset(slot: Slot): void {
     for (const id of slot.threads) if (this.placement.get(id) === slot) this.placement.delete(id);
     slot.threads.clear();
+    slot.stale.clear();
     slot.codex = null;
   }
 
   private maybeRecycle(slot: Slot): void {
     if (this.closed || slot.busy > 0 || slot.threads.size <= this.opts.maxThreadsPerEngine || !slot.codex)
       return;
+    this.restart(slot, "too many loaded threads");
+  }
+
+  /** Ends the slot's process (an idle one); the next lease starts a fresh one. */
+  private restart(slot: Slot, why: string): void {
     const codex = slot.codex;
-    this.opts.logger.info({ engine: slot.index, threads: slot.threads.size }, "recycling engine");
+    this.opts.logger.info({ engine: slot.index, threads: slot.threads.size, why }, "recycling engine");
     slot.generation++;
     this.reset(slot);
-    void codex.close();
+    void codex?.close();
   }
 }

@@ -18,16 +18,23 @@ export interface EngineStats {
   generation: number;
 }
 
+export interface LeaseOptions {
+  /** The thread was continued on another instance since a process here loaded it: do not use that copy. */
+  stale?: boolean;
+}
+
 /** The engine processes, as the domain uses them (the pool, or a stub in tests). */
 export interface Engines {
   /** The thread of a session: a new one when `threadId` is null, else the loaded or resumed one. */
-  lease(threadId: string | null, options: ThreadOptions): Promise<Lease>;
+  lease(threadId: string | null, options: ThreadOptions, opts?: LeaseOptions): Promise<Lease>;
   /** A request on any engine, for thread state that needs no loaded thread (goals of unloaded threads). */
   call<T>(method: string, params: unknown): Promise<T>;
   /** The session of this thread is gone. */
   forget(threadId: string): void;
   /** Kills an engine process (an unresponsive one, or fault injection). */
   killEngine(index: number, signal?: NodeJS.Signals): number | undefined;
+  /** Kills every engine process (this instance fenced itself: its commands must stop). */
+  killAll(): void;
   stats(): EngineStats[];
   warm(): Promise<void>;
   close(): Promise<void>;

@@ -52,6 +52,10 @@ export interface SessionRecord {
   active_turn_id: string | null;
   /** What the running turn waits for from the client (status `requires_action` while not empty). */
   required_actions: RequiredAction[];
+  /** The instance running the active turn (null: none yet, or a single-instance store). */
+  owner_instance: string | null;
+  /** Fencing token of the turn's claim: bumped by every claim and takeover; writes of an older claim are refused. */
+  lease_epoch: number;
   extra: Record<string, unknown>;
 }
 

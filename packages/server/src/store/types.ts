@@ -18,6 +18,7 @@ import type {
   TurnStatus,
 } from "./records.js";
 
+export { FencedError } from "./fenced.js";
 export type * from "./records.js";
 
 export interface Page<T> {
@@ -80,8 +81,9 @@ export interface Queries {
   /** Changes the given fields; returns the updated record (undefined: no such session). */
   updateSession(id: string, patch: SessionPatch): Promise<SessionRecord | undefined>;
   /**
-   * Makes `turnId` the session's active turn (with the other fields of `patch`) if it has none; returns the
-   * updated record, or undefined when another turn is active (or the session is gone).
+   * Makes `turnId` the session's active turn (with the other fields of `patch`) if it has none, and bumps its
+   * `lease_epoch` (the new claim's fencing token); returns the updated record, or undefined when another turn is
+   * active (or the session is gone).
    */
   claimSession(id: string, turnId: string, patch: SessionPatch): Promise<SessionRecord | undefined>;
   /** Deletes the session and everything that belongs to it (turns, items, events, goal, idempotency). */
@@ -105,8 +107,11 @@ export interface Queries {
   closeOpenItems(sessionId: string, turnId: string, status: string): Promise<ItemRecord[]>;
 
   // event log
-  /** Assigns seq = last + 1, … in order and persists the events (and their item writes) before returning. */
-  appendEvents(sessionId: string, events: NewEvent[]): Promise<Appended[]>;
+  /**
+   * Assigns seq = last + 1, … in order and persists the events (and their item writes) before returning. With
+   * `fence`, nothing is written (a {@link FencedError}) unless the session's lease_epoch is still `fence`.
+   */
+  appendEvents(sessionId: string, events: NewEvent[], fence?: number): Promise<Appended[]>;
   /** Events with seq > afterSeq, ascending, at most `limit`. */
   readEvents(sessionId: string, afterSeq: number, limit: number): Promise<EventRecord[]>;
   lastEventSeq(sessionId: string): Promise<number>;

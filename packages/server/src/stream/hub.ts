@@ -245,6 +245,8 @@ export class EventHub {
   private readonly writers = new Map<string, Writer>();
   private readonly listeners: WriteListener[] = [];
   private readonly eventListeners: Array<(e: EventRecord) => void> = [];
+  /** Sessions whose writes are fenced: the lease epoch of this process's claim of their running turn. */
+  private readonly fences = new Map<string, number>();
   private readonly now: () => number;
 
   private readonly onListenerError: (err: unknown) => void;
@@ -268,6 +270,15 @@ export class EventHub {
    */
   onEvent(listener: (e: EventRecord) => void): void {
     this.eventListeners.push(listener);
+  }
+
+  /**
+   * From now on the session's writes carry this fencing token (the lease epoch of this process's claim of its
+   * running turn): once another instance has taken the turn over they are refused (FencedError). null: unfenced.
+   */
+  fence(sessionId: string, epoch: number | null): void {
+    if (epoch === null) this.fences.delete(sessionId);
+    else this.fences.set(sessionId, epoch);
   }
 
   /** Appends one event (batched with the others of this event-loop turn); resolves once it is stored. */
@@ -306,7 +317,9 @@ export class EventHub {
                 });
               };
               const r = await fn(tx, log);
-              if (entries.length > 0) appended = await tx.appendEvents(sessionId, entries);
+              if (entries.length > 0) {
+                appended = await tx.appendEvents(sessionId, entries, this.fences.get(sessionId));
+              }
               return r;
             });
           } catch (err) {
@@ -344,6 +357,11 @@ export class EventHub {
   notify(sessionId: string, seq: number): void {
     const set = this.subs.get(sessionId);
     if (set) for (const s of set) s.notify(seq);
+  }
+
+  /** Every subscriber reads the store again (wake-ups from other instances may have been lost). */
+  wakeAll(): void {
+    for (const set of this.subs.values()) for (const s of set) s.notify(Number.MAX_SAFE_INTEGER);
   }
 
   subscriberCount(sessionId?: string): number {
@@ -408,6 +426,7 @@ export class EventHub {
         const appended = await this.store.appendEvents(
           sessionId,
           batch.map((j) => j.entry),
+          this.fences.get(sessionId),
         );
         this.published(sessionId, appended);
         for (const [i, a] of appended.entries()) batch[i]!.resolve(a);

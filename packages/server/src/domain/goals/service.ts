@@ -9,6 +9,7 @@ import type { GoalRecord, SessionRecord } from "../../store/types.js";
 import type { Clock } from "../../util/clock.js";
 import { badRequest, conflict, notFound } from "../errors.js";
 import type { TurnInput } from "../input.js";
+import type { TurnControl } from "../turns/control.js";
 import type { TurnRunner } from "../turns/runner.js";
 import type { GoalBook, GoalCaps } from "./book.js";
 import { type GoalMode, GoalRun } from "./run.js";
@@ -25,6 +26,7 @@ export class GoalService {
     private readonly deps: {
       book: GoalBook;
       runner: TurnRunner;
+      control: TurnControl;
       engines: Engines;
       clock: Clock;
       logger: Logger;
@@ -85,18 +87,19 @@ export class GoalService {
     if (Object.keys(change.caps).length > 0)
       await book.update(session.id, book.resolveCaps(change.caps, goal));
     if (change.status === "paused" && goal.status === "active") {
-      const run = await runner.runningGoal(session.id);
-      if (run) await run.pause("user_paused");
-      else await book.update(session.id, { status: "paused", status_reason: "user_paused" });
+      // The running goal turn stops continuing (here or on the instance running it); else only the record changes.
+      if (!(await this.deps.control.pauseGoal(session.id))) {
+        await book.update(session.id, { status: "paused", status_reason: "user_paused" });
+      }
     }
     return this.get(session);
   }
 
   async clear(session: SessionRecord): Promise<void> {
     await this.get(session);
-    const run = await this.deps.runner.runningGoal(session.id);
-    if (run) await run.clear();
-    else if (session.thread_id) await this.deps.runner.withThread(session, (thread) => thread.clearGoal());
+    const cleared = await this.deps.control.clearGoal(session.id);
+    if (!cleared && session.thread_id)
+      await this.deps.runner.withThread(session, (thread) => thread.clearGoal());
     await this.deps.book.delete(session.id);
   }
 

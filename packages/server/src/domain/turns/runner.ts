@@ -16,14 +16,23 @@ import {
   type TurnResult,
 } from "@codex-agent-api/codex";
 import type { Logger } from "pino";
+import type { Cluster, Rollouts } from "../../cluster/types.js";
 import type { Config } from "../../config.js";
 import { missingModelReason } from "../../engine/codex-home.js";
 import { threadOptionsFor } from "../../engine/thread-options.js";
 import type { Engines } from "../../engine/types.js";
-import type { SessionRecord, Store, TurnError, TurnRecord, TurnStatus } from "../../store/types.js";
+import {
+  FencedError,
+  type SessionRecord,
+  type Store,
+  type TurnError,
+  type TurnRecord,
+  type TurnStatus,
+} from "../../store/types.js";
 import type { EventHub } from "../../stream/hub.js";
 import type { Clock, Timer } from "../../util/clock.js";
-import { badRequest, conflict } from "../errors.js";
+import { badRequest, conflict, unavailable } from "../errors.js";
+import { isTurnEnd } from "../events.js";
 import type { GoalRun } from "../goals/run.js";
 import { HookFailure, type TurnHooks } from "../hooks.js";
 import { newId } from "../ids.js";
@@ -40,6 +49,10 @@ export interface RunnerDeps {
   config: Config;
   clock: Clock;
   logger: Logger;
+  /** Which instance this is, and whether it may run turns (see cluster/). */
+  cluster: Pick<Cluster, "instanceId" | "healthy">;
+  /** Where engine threads' rollouts are kept for other instances. */
+  rollouts: Rollouts;
 }
 
 interface Stop {
@@ -131,8 +144,11 @@ export class TurnRunner {
    * of two concurrent starts, one wins).
    */
   async start(session: SessionRecord, input: TurnInput, opts: StartOptions = {}): Promise<TurnRecord> {
-    const { store, hub, clock } = this.deps;
+    const { store, hub, clock, cluster } = this.deps;
     if (this.active.has(session.id) || session.active_turn_id) throw conflict("Session has an active turn");
+    if (!cluster.healthy) {
+      throw unavailable("This instance has lost its database and runs no turns right now: try again");
+    }
     const now = clock.now();
     const turnId = opts.turnId ?? newId("turn_");
     const claimed = await store.claimSession(session.id, turnId, {
@@ -140,12 +156,16 @@ export class TurnRunner {
       error: null,
       last_active_at: now,
       updated_at: now,
+      owner_instance: cluster.instanceId,
     });
     if (!claimed) throw conflict("Session has an active turn");
+    // Every write of this turn carries the claim's fencing token: refused once another instance has taken over.
+    hub.fence(session.id, claimed.lease_epoch);
     let goal: GoalRun | null = null;
     try {
       goal = opts.goal ? await opts.goal(turnId) : null;
     } catch (err) {
+      hub.fence(session.id, null);
       await store.updateSession(session.id, {
         status: session.status,
         active_turn_id: null,
@@ -178,6 +198,10 @@ export class TurnRunner {
   async waitFor(sessionId: string, turnId: string): Promise<TurnRecord> {
     const active = this.active.get(sessionId);
     if (active && active.turn.id === turnId) return active.done;
+    if (!active) {
+      const owner = (await this.deps.store.getSession(sessionId))?.owner_instance;
+      if (owner && owner !== this.deps.cluster.instanceId) return this.waitForElsewhere(sessionId, turnId);
+    }
     const waiting = new Promise<TurnRecord>((resolve) => {
       const list = this.waiters.get(turnId) ?? [];
       list.push(resolve);
@@ -189,6 +213,17 @@ export class TurnRunner {
       return stored;
     }
     return waiting;
+  }
+
+  /** A turn another instance runs: its end arrives through the session's log. */
+  private async waitForElsewhere(sessionId: string, turnId: string): Promise<TurnRecord> {
+    const { store, hub } = this.deps;
+    const from = (await store.firstEventSeqOfTurn(sessionId, turnId)) ?? 1;
+    const sub = hub.subscribe(sessionId, { afterSeq: from - 1, until: (e) => isTurnEnd(e, turnId) });
+    for await (const e of sub) if (isTurnEnd(e, turnId)) break;
+    const turn = await store.getTurn(sessionId, turnId);
+    if (!turn) throw new Error(`turn ${turnId} of session ${sessionId} is gone`);
+    return turn;
   }
 
   /** User cancel: interrupts the engine turn; the turn ends `cancelled`. Returns the turn, or null if idle. */
@@ -292,51 +327,68 @@ export class TurnRunner {
     code = "server_restart",
     message = "The server stopped while this turn was running.",
   ): Promise<number> {
-    const { store, hub, clock } = this.deps;
-    const busy = await store.listBusySessions();
-    for (const s of busy) {
-      await hub.commit(s.id, async (tx, log) => {
-        const turn = s.active_turn_id ? await tx.getTurn(s.id, s.active_turn_id) : undefined;
-        if (turn && (turn.status === "in_progress" || turn.status === "queued")) {
-          for (const item of await tx.closeOpenItems(s.id, turn.id, "failed")) {
-            log(
-              { type: "item.completed", data: { item: item.data, output_index: -1 } },
-              { turn_id: turn.id },
-            );
-          }
-          const waited = s.required_actions.length > 0;
-          for (const a of s.required_actions) {
-            log(
-              { type: "action.resolved", data: { action_id: a.id, action_type: a.type, answer: null } },
-              { turn_id: turn.id },
-            );
-          }
-          const failed = await tx.updateTurn(s.id, turn.id, {
-            status: "failed",
-            completed_at: clock.now(),
-            // The engine cannot keep a call it is waiting on across a restart of its process.
-            error: waited
-              ? {
-                  code: REQUIRED_ACTION_LOST,
-                  message: lostActionsMessage(
-                    message,
-                    s.required_actions.map((a) => a.id),
-                  ),
-                }
-              : { code, message },
-          });
-          if (failed) log({ type: "turn.failed", data: { turn: failed } }, { turn_id: turn.id });
-        }
-        const next = await tx.updateSession(s.id, {
-          status: "idle",
-          active_turn_id: null,
-          required_actions: [],
-          updated_at: clock.now(),
-        });
-        if (next) log({ type: "session.status", data: { session: next } });
-      });
-    }
+    const busy = await this.deps.store.listBusySessions();
+    for (const s of busy) await this.endOrphan(s, code, message);
     return busy.length;
+  }
+
+  /**
+   * Ends a turn nobody runs any more (its process died; see `recover` and the cluster's takeover): failed with
+   * `code` — `required_action_lost` when it waited for the client —, the items clients saw start kept as
+   * incomplete, the session usable again. Returns the failed turn (null: there was none to end).
+   */
+  async endOrphan(s: SessionRecord, code: string, message: string): Promise<TurnRecord | null> {
+    const { hub, clock } = this.deps;
+    let ended: TurnRecord | null = null;
+    await hub.commit(s.id, async (tx, log) => {
+      const turn = s.active_turn_id ? await tx.getTurn(s.id, s.active_turn_id) : undefined;
+      if (turn && (turn.status === "in_progress" || turn.status === "queued")) {
+        for (const item of await tx.closeOpenItems(s.id, turn.id, "failed")) {
+          log({ type: "item.completed", data: { item: item.data, output_index: -1 } }, { turn_id: turn.id });
+        }
+        const waited = s.required_actions.length > 0;
+        for (const a of s.required_actions) {
+          log(
+            { type: "action.resolved", data: { action_id: a.id, action_type: a.type, answer: null } },
+            { turn_id: turn.id },
+          );
+        }
+        const failed = await tx.updateTurn(s.id, turn.id, {
+          status: "failed",
+          completed_at: clock.now(),
+          // The engine cannot keep a call it is waiting on across a restart of its process.
+          error: waited
+            ? {
+                code: REQUIRED_ACTION_LOST,
+                message: lostActionsMessage(
+                  message,
+                  s.required_actions.map((a) => a.id),
+                ),
+              }
+            : { code, message },
+        });
+        if (failed) log({ type: "turn.failed", data: { turn: failed } }, { turn_id: turn.id });
+        ended = failed ?? null;
+      }
+      const next = await tx.updateSession(s.id, {
+        status: "idle",
+        active_turn_id: null,
+        required_actions: [],
+        updated_at: clock.now(),
+      });
+      if (next) log({ type: "session.status", data: { session: next } });
+    });
+    return ended;
+  }
+
+  /**
+   * The thread was moved here from another instance's rollout: the engine keeps goals in its own database, which
+   * does not move with the thread, so the session's goal is set on it again (paused; a goal turn resumes it).
+   */
+  private async restoreGoal(sessionId: string, thread: Thread): Promise<void> {
+    const goal = await this.deps.store.getGoal(sessionId);
+    if (!goal || goal.status === "complete") return;
+    await thread.setGoal({ objective: goal.objective, status: "paused", tokenBudget: goal.token_budget });
   }
 
   private launch(session: SessionRecord, turn: TurnRecord, items: InputItem[], goal: GoalRun | null): void {
@@ -422,16 +474,25 @@ export class TurnRunner {
   }
 
   private async execute(active: ActiveTurn, items: InputItem[]): Promise<TurnRecord> {
-    const { config, engines, store } = this.deps;
+    const { config, engines, store, rollouts, logger } = this.deps;
     const session = active.session;
     let result: TurnResult | null = null;
     let failure: TurnError | null = null;
     let release: (() => void) | null = null;
+    let threadId: string | null = null;
     try {
       const reason = missingModelReason(config);
       if (reason) throw new ConfigurationError(reason);
-      const lease = await engines.lease(session.thread_id, this.threadOptions(session));
+      // The thread may have been continued on another instance: bring its rollout here first.
+      const here = session.thread_id
+        ? await rollouts.prepare(session.thread_id)
+        : { moved: false, stale: false };
+      const lease = await engines.lease(session.thread_id, this.threadOptions(session), {
+        stale: here.stale,
+      });
       release = lease.release;
+      threadId = lease.thread.id;
+      if (here.moved) await this.restoreGoal(session.id, lease.thread);
       active.engine = lease.engine;
       if (session.thread_id !== lease.thread.id) {
         await store.updateSession(session.id, { thread_id: lease.thread.id });
@@ -470,6 +531,12 @@ export class TurnRunner {
           stopped: active.stop !== null,
         });
       }
+      // Before the session is idle again (another instance may claim the next turn): share the rollout.
+      if (threadId) {
+        await rollouts.save(threadId).catch((err: unknown) => {
+          logger.error({ session: session.id, err: String(err) }, "could not store the thread's rollout");
+        });
+      }
       release?.();
       active.timer?.cancel();
     }
@@ -490,7 +557,7 @@ export class TurnRunner {
       status === "completed" ? "turn.completed" : status === "failed" ? "turn.failed" : "turn.cancelled";
     // Whatever the turn still waited for will not be answered now.
     const unanswered = active.actions.close();
-    await hub.commit(sessionId, async (tx, log) => {
+    const ended = hub.commit(sessionId, async (tx, log) => {
       for (const a of unanswered) {
         log(
           { type: "action.resolved", data: { action_id: a.id, action_type: a.type, answer: null } },
@@ -529,13 +596,24 @@ export class TurnRunner {
       log({ type, data: { turn } }, { turn_id: turn.id });
       if (next) log({ type: "session.status", data: { session: next } }, { turn_id: turn.id });
     });
+    let outcomeTurn = turn;
+    try {
+      await ended;
+    } catch (err) {
+      if (!(err instanceof FencedError)) throw err;
+      // Another instance took the turn over (this one was thought dead): it has ended the turn already.
+      logger.warn({ session: sessionId, turn: turn.id }, "turn was taken over by another instance");
+      outcomeTurn = (await this.deps.store.getTurn(sessionId, turn.id)) ?? turn;
+    } finally {
+      hub.fence(sessionId, null);
+    }
     this.active.delete(sessionId);
-    for (const w of this.waiters.get(turn.id) ?? []) w(turn);
+    for (const w of this.waiters.get(turn.id) ?? []) w(outcomeTurn);
     this.waiters.delete(turn.id);
     if (error) logger.warn({ session: sessionId, turn: turn.id, status, error }, "turn ended");
     for (const l of this.idleListeners) l(sessionId);
-    void this.runHooks("afterTurn", active, turn);
-    return turn;
+    void this.runHooks("afterTurn", active, outcomeTurn);
+    return outcomeTurn;
   }
 }
 

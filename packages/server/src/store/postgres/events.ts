@@ -1,3 +1,4 @@
+import { FencedError } from "../fenced.js";
 import type { Appended, EventRecord, NewEvent, Queries } from "../types.js";
 import { json, type PgDb } from "./db.js";
 import { planItemWrites } from "./items.js";
@@ -18,25 +19,30 @@ export type EventQueries = Pick<
 
 export function eventQueries(db: PgDb): EventQueries {
   return {
-    async appendEvents(sessionId, events) {
+    async appendEvents(sessionId, events, fence) {
       if (events.length === 0) return [];
       // The whole batch is one statement (one round trip; one transaction unless inside one): append_events()
       // locks the session row, takes seqs and ordinals from its counters and writes events and items.
-      const res = await db.row<AppendRow>(
-        "SELECT base_seq, item_index, item_ordinal FROM append_events($1, $2::jsonb, $3::jsonb)",
-        [
-          sessionId,
-          json(
-            events.map((e) => ({
-              type: e.event.type,
-              turn_id: e.turn_id,
-              created_at: e.created_at,
-              data: e.event.data,
-            })),
-          ),
-          json(planItemWrites(events)),
-        ],
-      );
+      const res = await db
+        .row<AppendRow>(
+          "SELECT base_seq, item_index, item_ordinal FROM append_events($1, $2::jsonb, $3::jsonb, $4)",
+          [
+            sessionId,
+            json(
+              events.map((e) => ({
+                type: e.event.type,
+                turn_id: e.turn_id,
+                created_at: e.created_at,
+                data: e.event.data,
+              })),
+            ),
+            json(planItemWrites(events)),
+            fence ?? null,
+          ],
+        )
+        .catch((err: unknown) => {
+          throw (err as { code?: string }).code === "CF001" ? new FencedError(sessionId, fence ?? -1) : err;
+        });
       if (!res) throw new Error("append_events returned nothing");
       const ordinals = new Map(res.item_index.map((i, k) => [i, res.item_ordinal[k]!]));
       return events.map((e: NewEvent, i): Appended => {

@@ -35,7 +35,11 @@ export interface PostgresStoreOptions {
 export type PostgresStore = Store & {
   readonly pool: pg.Pool;
   readonly migrated: Migrated;
+  /** The connection URL (for connections outside the pool, e.g. LISTEN). */
+  readonly url: string;
 };
+
+export const isPostgresStore = (s: Store): s is PostgresStore => s.kind === "postgres" && "pool" in s;
 
 const queries = (db: PgDb): Queries => ({
   ...keyQueries(db),
@@ -60,17 +64,18 @@ export const PostgresStore = {
       await pool.end();
       throw err;
     }
-    return compose(pool, migrated);
+    return compose(pool, migrated, url);
   },
 };
 
-function compose(pool: pg.Pool, migrated: Migrated): PostgresStore {
+function compose(pool: pg.Pool, migrated: Migrated, url: string): PostgresStore {
   let closed: Promise<void> | undefined;
   return {
     ...queries(new PgDb(pool)),
     kind: "postgres",
     pool,
     migrated,
+    url,
     async transaction<T>(fn: (tx: Queries) => Promise<T>): Promise<T> {
       const client = await pool.connect();
       const db = new PgDb(client, true);

@@ -10,7 +10,8 @@
 import type pg from "pg";
 
 export const MIGRATIONS: readonly string[] = [
-  // 1: the schema of SQLite version 2 (projects, API keys, item states), the log counters and append_events()
+  // 1: the schema of SQLite version 3 (projects, API keys, item states, required actions, turn leases), the log
+  // counters, the fenced append_events(), and the cluster's tables (instances, control requests, rollouts)
   `
   CREATE TABLE agents (
     rid bigserial PRIMARY KEY,
@@ -47,6 +48,10 @@ export const MIGRATIONS: readonly string[] = [
     usage jsonb NOT NULL,
     error text,
     active_turn_id text COLLATE "C",
+    required_actions jsonb NOT NULL DEFAULT '[]'::jsonb,
+    -- the instance running the active turn, and the fencing token of that claim (bumped by every claim/takeover)
+    owner_instance text COLLATE "C",
+    lease_epoch bigint NOT NULL DEFAULT 0,
     extra jsonb NOT NULL,
     -- the last event seq (0: none) and item ordinal (-1: none) of the session
     last_seq bigint NOT NULL DEFAULT 0,
@@ -58,6 +63,7 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX sessions_idle ON sessions (last_active_at, rid) WHERE status = 'idle' AND active_turn_id IS NULL;
   CREATE INDEX sessions_busy ON sessions (rid)
     WHERE status IN ('in_progress', 'requires_action') OR active_turn_id IS NOT NULL;
+  CREATE INDEX sessions_owner ON sessions (owner_instance) WHERE active_turn_id IS NOT NULL;
 
   CREATE TABLE turns (
     rid bigserial PRIMARY KEY,
@@ -142,17 +148,24 @@ export const MIGRATIONS: readonly string[] = [
   -- The session row is locked first (FOR NO KEY UPDATE: other transactions can still insert rows referencing
   -- the session); the statements after it take a fresh snapshot (READ COMMITTED, a volatile function), so they see
   -- everything an earlier append of this session committed, whichever instance made it.
-  CREATE FUNCTION append_events(p_session text, p_events jsonb, p_items jsonb,
+  -- p_epoch (fencing): when not null, the batch is refused (SQLSTATE CF001, nothing written) unless the session's
+  -- lease_epoch is still p_epoch: the writer's claim of the session's turn has not been taken over since.
+  CREATE FUNCTION append_events(p_session text, p_events jsonb, p_items jsonb, p_epoch bigint,
                                 OUT base_seq bigint, OUT item_index integer[], OUT item_ordinal bigint[])
   LANGUAGE plpgsql AS $fn$
   DECLARE
     v_count bigint := jsonb_array_length(p_events);
     v_ord bigint;
+    v_epoch bigint;
   BEGIN
-    SELECT s.last_seq, s.last_ordinal INTO base_seq, v_ord FROM sessions s WHERE s.id = p_session
-      FOR NO KEY UPDATE;
+    SELECT s.last_seq, s.last_ordinal, s.lease_epoch INTO base_seq, v_ord, v_epoch FROM sessions s
+      WHERE s.id = p_session FOR NO KEY UPDATE;
     IF NOT FOUND THEN
       RAISE EXCEPTION 'append_events: no session %', p_session USING ERRCODE = 'foreign_key_violation';
+    END IF;
+    IF p_epoch IS NOT NULL AND v_epoch <> p_epoch THEN
+      RAISE EXCEPTION 'append_events: session % was taken over (lease epoch % is not %)', p_session, v_epoch,
+        p_epoch USING ERRCODE = 'CF001';
     END IF;
     WITH w AS (
       SELECT * FROM jsonb_to_recordset(p_items) AS x(i integer, turn_id text, id text, type text, state text,
@@ -184,10 +197,33 @@ export const MIGRATIONS: readonly string[] = [
       INTO item_index, item_ordinal FROM ins;
   END
   $fn$;
-  `,
-  // 2: what a running turn waits for from the client (function call results, approvals)
-  `
-  ALTER TABLE sessions ADD COLUMN required_actions jsonb NOT NULL DEFAULT '[]'::jsonb;
+
+  -- The cluster: every instance heartbeats its row (database time); one whose heartbeat is too old is dead and the
+  -- turns it owned are taken over.
+  CREATE TABLE instances (
+    id text COLLATE "C" PRIMARY KEY,
+    started_at timestamptz NOT NULL DEFAULT now(),
+    heartbeat_at timestamptz NOT NULL DEFAULT now()
+  );
+
+  -- Operations on a running turn (steer, cancel, answers) sent to the instance that owns it, and their results.
+  CREATE TABLE control_requests (
+    id bigserial PRIMARY KEY,
+    target text COLLATE "C" NOT NULL,
+    op jsonb NOT NULL,
+    result jsonb,
+    created_at timestamptz NOT NULL DEFAULT now()
+  );
+  CREATE INDEX control_requests_created ON control_requests (created_at);
+
+  -- Each engine thread's rollout file (append-only), as the chunks uploaded after each turn: another instance
+  -- rebuilds the file from them to continue the conversation.
+  CREATE TABLE rollout_chunks (
+    thread_id text COLLATE "C" NOT NULL,
+    start_offset bigint NOT NULL,
+    data bytea NOT NULL,
+    PRIMARY KEY (thread_id, start_offset)
+  );
   `,
 ];
 

@@ -2,9 +2,9 @@ import type { Queries, SessionRecord } from "../types.js";
 import { asIs, asJson, json, listByCreated, type PgDb, setClause } from "./db.js";
 
 /** jsonb columns come back parsed: a row is a SessionRecord (the log counters are never selected). */
-const COLS =
+export const SESSION_COLS =
   "id, project_id, created_at, updated_at, last_active_at, status, agent_id, name, model, instructions, tools, " +
-  "metadata, thread_id, workspace, usage, error, active_turn_id, required_actions, extra";
+  "metadata, thread_id, workspace, usage, error, active_turn_id, required_actions, owner_instance, lease_epoch, extra";
 
 const ENCODE = {
   updated_at: asIs,
@@ -22,6 +22,8 @@ const ENCODE = {
   error: asIs,
   active_turn_id: asIs,
   required_actions: asJson,
+  owner_instance: asIs,
+  lease_epoch: asIs,
   extra: asJson,
 };
 
@@ -39,12 +41,13 @@ export type SessionQueries = Pick<
 >;
 
 export function sessionQueries(db: PgDb): SessionQueries {
-  const get = (id: string) => db.row<SessionRecord>(`SELECT ${COLS} FROM sessions WHERE id = $1`, [id]);
+  const get = (id: string) =>
+    db.row<SessionRecord>(`SELECT ${SESSION_COLS} FROM sessions WHERE id = $1`, [id]);
   return {
     async insertSession(s) {
       await db.run(
-        `INSERT INTO sessions (${COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12::jsonb, ` +
-          "$13, $14, $15::jsonb, $16, $17, $18::jsonb, $19::jsonb)",
+        `INSERT INTO sessions (${SESSION_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12::jsonb, ` +
+          "$13, $14, $15::jsonb, $16, $17, $18::jsonb, $19, $20, $21::jsonb)",
         [
           s.id,
           s.project_id,
@@ -64,6 +67,8 @@ export function sessionQueries(db: PgDb): SessionQueries {
           s.error,
           s.active_turn_id,
           json(s.required_actions),
+          s.owner_instance,
+          s.lease_epoch,
           json(s.extra),
         ],
       );
@@ -72,7 +77,7 @@ export function sessionQueries(db: PgDb): SessionQueries {
     async updateSession(id, patch) {
       const set = setClause(patch, ENCODE, 2);
       if (set.params.length === 0) return get(id);
-      return db.row<SessionRecord>(`UPDATE sessions SET ${set.sql} WHERE id = $1 RETURNING ${COLS}`, [
+      return db.row<SessionRecord>(`UPDATE sessions SET ${set.sql} WHERE id = $1 RETURNING ${SESSION_COLS}`, [
         id,
         ...set.params,
       ]);
@@ -82,7 +87,8 @@ export function sessionQueries(db: PgDb): SessionQueries {
       // the others re-check active_turn_id after it commits and change nothing.
       const set = setClause({ ...patch, active_turn_id: turnId }, ENCODE, 2);
       return db.row<SessionRecord>(
-        `UPDATE sessions SET ${set.sql} WHERE id = $1 AND active_turn_id IS NULL RETURNING ${COLS}`,
+        `UPDATE sessions SET ${set.sql}, lease_epoch = lease_epoch + 1 WHERE id = $1 AND active_turn_id IS NULL ` +
+          `RETURNING ${SESSION_COLS}`,
         [id, ...set.params],
       );
     },
@@ -108,7 +114,7 @@ export function sessionQueries(db: PgDb): SessionQueries {
       }
       return listByCreated<SessionRecord, SessionRecord>(db, {
         table: "sessions",
-        cols: COLS,
+        cols: SESSION_COLS,
         where,
         params,
         opts,
@@ -122,14 +128,14 @@ export function sessionQueries(db: PgDb): SessionQueries {
     },
     async listIdleSessionsBefore(before, limit) {
       return db.rows<SessionRecord>(
-        `SELECT ${COLS} FROM sessions WHERE last_active_at < $1 AND active_turn_id IS NULL ` +
+        `SELECT ${SESSION_COLS} FROM sessions WHERE last_active_at < $1 AND active_turn_id IS NULL ` +
           "AND status = 'idle' ORDER BY last_active_at ASC, rid ASC LIMIT $2",
         [before, Math.max(0, Math.trunc(limit))],
       );
     },
     async listBusySessions() {
       return db.rows<SessionRecord>(
-        `SELECT ${COLS} FROM sessions ` +
+        `SELECT ${SESSION_COLS} FROM sessions ` +
           "WHERE status IN ('in_progress', 'requires_action') OR active_turn_id IS NOT NULL ORDER BY rid ASC",
       );
     },

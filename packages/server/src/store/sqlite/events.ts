@@ -1,3 +1,4 @@
+import { FencedError } from "../fenced.js";
 import type { Appended, EventRecord, NewEvent, Queries } from "../types.js";
 import type { Counters } from "./counters.js";
 import type { SqliteDb } from "./db.js";
@@ -53,9 +54,15 @@ export function eventQueries(db: SqliteDb, counters: Counters): EventQueries {
     return out;
   };
   return {
-    async appendEvents(sessionId, events) {
+    async appendEvents(sessionId, events, fence) {
       try {
-        return db.atomic(() => append(sessionId, events));
+        return db.atomic(() => {
+          if (fence !== undefined) {
+            const epoch = db.value<number>("SELECT lease_epoch FROM sessions WHERE id = ?", sessionId);
+            if (epoch !== undefined && epoch !== fence) throw new FencedError(sessionId, fence);
+          }
+          return append(sessionId, events);
+        });
       } catch (err) {
         // The batch was rolled back: the cached counters must not stay ahead of the data.
         counters.forget(sessionId);

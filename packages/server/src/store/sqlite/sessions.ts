@@ -21,12 +21,14 @@ interface SessionRow {
   error: string | null;
   active_turn_id: string | null;
   required_actions: string;
+  owner_instance: string | null;
+  lease_epoch: number;
   extra: string;
 }
 
 const COLS =
   "id, project_id, created_at, updated_at, last_active_at, status, agent_id, name, model, instructions, tools, " +
-  "metadata, thread_id, workspace, usage, error, active_turn_id, required_actions, extra";
+  "metadata, thread_id, workspace, usage, error, active_turn_id, required_actions, owner_instance, lease_epoch, extra";
 
 const fromRow = (r: SessionRow): SessionRecord => ({
   id: r.id,
@@ -47,6 +49,8 @@ const fromRow = (r: SessionRow): SessionRecord => ({
   error: r.error,
   active_turn_id: r.active_turn_id,
   required_actions: parse(r.required_actions),
+  owner_instance: r.owner_instance,
+  lease_epoch: r.lease_epoch,
   extra: parse(r.extra),
 });
 
@@ -66,6 +70,8 @@ const ENCODE = {
   error: asIs,
   active_turn_id: asIs,
   required_actions: json,
+  owner_instance: asIs,
+  lease_epoch: asIs,
   extra: json,
 };
 
@@ -90,7 +96,7 @@ export function sessionQueries(db: SqliteDb, counters: Counters): SessionQueries
   return {
     async insertSession(s) {
       db.run(
-        `INSERT INTO sessions (${COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO sessions (${COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         s.id,
         s.project_id,
         s.created_at,
@@ -109,6 +115,8 @@ export function sessionQueries(db: SqliteDb, counters: Counters): SessionQueries
         s.error,
         s.active_turn_id,
         json(s.required_actions),
+        s.owner_instance,
+        s.lease_epoch,
         json(s.extra),
       );
     },
@@ -123,7 +131,7 @@ export function sessionQueries(db: SqliteDb, counters: Counters): SessionQueries
     async claimSession(id, turnId, patch) {
       const set = setClause({ ...patch, active_turn_id: turnId }, ENCODE);
       const claimed = db.run(
-        `UPDATE sessions SET ${set.sql} WHERE id = ? AND active_turn_id IS NULL`,
+        `UPDATE sessions SET ${set.sql}, lease_epoch = lease_epoch + 1 WHERE id = ? AND active_turn_id IS NULL`,
         ...set.params,
         id,
       );
