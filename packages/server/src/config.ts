@@ -14,6 +14,11 @@ export interface Config {
    * with its own data dir, the same workspace root on shared storage).
    */
   databaseUrl: string | null;
+  /**
+   * With several instances: an instance whose heartbeat is older than this is dead and its running turns are taken
+   * over; an instance that cannot heartbeat for about half of it fences itself (stops its engines).
+   */
+  clusterDeadAfterSeconds: number;
   /** Root of the session workspaces (the agent's cwd). */
   workspaceRoot: string;
   /**
@@ -241,6 +246,7 @@ export function loadConfig(
     port: int("--port", values.port ?? env.PORT, 9000, 0, 65535),
     dataDir,
     databaseUrl: databaseUrl(values["database-url"] ?? env.DATABASE_URL),
+    clusterDeadAfterSeconds: int("AGENT_CLUSTER_DEAD_AFTER", env.AGENT_CLUSTER_DEAD_AFTER, 7, 3, 600),
     workspaceRoot: abs(values.workspace ?? env.WORKSPACE ?? `${dataDir}/workspace`),
     workspaceMode,
     model: values.model ?? env.CODEX_MODEL ?? (mock ? "mock-model" : "gpt-5-codex"),

@@ -65,7 +65,14 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   // Several instances may share a PostgreSQL database; the embedded one has this instance alone.
   const shared = isPostgresStore(store)
     ? {
-        cluster: new PgCluster({ pool: store.pool, connectionString: store.url, logger }),
+        cluster: new PgCluster({
+          pool: store.pool,
+          connectionString: store.url,
+          logger,
+          deadAfterSeconds: config.clusterDeadAfterSeconds,
+          // Well before the others consider it dead: a zombie stops its commands before its turns move.
+          fenceAfterMs: Math.max(1500, (config.clusterDeadAfterSeconds - 3) * 1000),
+        }),
         rollouts: new PgRollouts(store.pool, home.codexHome),
       }
     : {};

@@ -1,5 +1,6 @@
 import { Codex, type Thread, type ThreadOptions } from "@codex-agent-api/codex";
 import type { Logger } from "pino";
+import { killTree } from "../util/process-tree.js";
 import type { EngineStats, Engines, Lease, LeaseOptions } from "./types.js";
 
 export interface EnginePoolOptions {
@@ -164,8 +165,12 @@ export class EnginePool implements Engines {
     return pid;
   }
 
+  /** Kills every engine process with everything it started (sandboxes, helpers, the commands they run). */
   killAll(): void {
-    for (const s of this.slots) this.killEngine(s.index);
+    for (const s of this.slots) {
+      const pid = s.codex?.pid;
+      if (pid) killTree(pid);
+    }
   }
 
   private pick(threadId: string | null): Slot {
