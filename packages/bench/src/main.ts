@@ -11,6 +11,7 @@ import { MockResponsesServer, scriptedModel } from "@codex-agent-api/testkit";
 import { type Context, type Scenario, type ScenarioResult, startTurnRig, type TurnRig } from "./context.js";
 import { Cleanup, now } from "./proc.js";
 import { apiThroughput } from "./scenarios/api.js";
+import { cluster } from "./scenarios/cluster.js";
 import { fanout } from "./scenarios/fanout.js";
 import { footprint } from "./scenarios/footprint.js";
 import { replayLog } from "./scenarios/replay.js";
@@ -32,6 +33,7 @@ const SCENARIOS: Scenario[] = [
   restart,
   soak,
   toolRoundTrip,
+  cluster,
 ];
 /** Scenarios that use the shared turn rig: it is closed once the last of them has run. */
 const RIG_USERS = new Set(["1", "2", "3", "10"]);

@@ -17,7 +17,7 @@ const DELTAS = 200;
 /** 10 ms between deltas ≈ 100 tokens/s, a fast model. */
 const DELTA_DELAY_MS = 10;
 
-function runWorker(data: FanoutWorkerData) {
+export function runWorker(data: FanoutWorkerData) {
   const worker = new Worker(new URL("../fanout-worker.js", import.meta.url), { workerData: data });
   const next = (type: FanoutMessage["type"], timeoutMs: number) =>
     new Promise<FanoutMessage>((resolve, reject) => {

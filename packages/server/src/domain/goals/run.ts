@@ -80,6 +80,15 @@ export class GoalRun {
           tokenBudget: record.token_budget,
         });
       }
+      // The engine's copy of the goal may be another instance's or none (goals do not move with a thread):
+      // set it from the record before resuming.
+      if (this.mode === "resume") {
+        await thread.setGoal({
+          objective: this.objective,
+          status: "paused",
+          tokenBudget: record.token_budget,
+        });
+      }
       turn = await thread.resumeGoal(goal);
     }
     const remaining = Math.max(0, record.max_duration_seconds - record.time_used_seconds);

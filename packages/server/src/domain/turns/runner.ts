@@ -94,6 +94,11 @@ export const STOP_GRACE_MS = 10_000;
 export class TurnRunner {
   private readonly active = new Map<string, ActiveTurn>();
   private readonly hooks: TurnHooks[] = [];
+  /**
+   * Sessions whose last turn ran here, with the lease epoch of that claim: when the next claim's epoch follows it,
+   * no other instance has run the session in between, and the thread's rollout here is current.
+   */
+  private readonly ranHere = new Map<string, number>();
   private readonly waiters = new Map<string, Array<(t: TurnRecord) => void>>();
   private readonly idleListeners: Array<(sessionId: string) => void> = [];
 
@@ -308,7 +313,12 @@ export class TurnRunner {
 
   /** Runs `fn` with the session's engine thread while no turn runs (goal housekeeping). */
   async withThread<T>(session: SessionRecord, fn: (thread: Thread) => Promise<T>): Promise<T> {
-    const lease = await this.deps.engines.lease(session.thread_id, this.threadOptions(session));
+    const here = session.thread_id
+      ? await this.deps.rollouts.prepare(session.thread_id)
+      : { moved: false, stale: false };
+    const lease = await this.deps.engines.lease(session.thread_id, this.threadOptions(session), {
+      stale: here.stale,
+    });
     try {
       if (session.thread_id !== lease.thread.id) {
         await this.deps.store.updateSession(session.id, { thread_id: lease.thread.id });
@@ -483,10 +493,13 @@ export class TurnRunner {
     try {
       const reason = missingModelReason(config);
       if (reason) throw new ConfigurationError(reason);
-      // The thread may have been continued on another instance: bring its rollout here first.
-      const here = session.thread_id
-        ? await rollouts.prepare(session.thread_id)
-        : { moved: false, stale: false };
+      // The thread may have been continued on another instance: bring its rollout here first (unless this
+      // instance ran the session's previous claim, so nobody else can have).
+      const current = this.ranHere.get(session.id) === session.lease_epoch - 1;
+      const here =
+        session.thread_id && !current
+          ? await rollouts.prepare(session.thread_id)
+          : { moved: false, stale: false };
       const lease = await engines.lease(session.thread_id, this.threadOptions(session), {
         stale: here.stale,
       });
@@ -533,9 +546,16 @@ export class TurnRunner {
       }
       // Before the session is idle again (another instance may claim the next turn): share the rollout.
       if (threadId) {
-        await rollouts.save(threadId).catch((err: unknown) => {
-          logger.error({ session: session.id, err: String(err) }, "could not store the thread's rollout");
-        });
+        const saved = await rollouts.save(threadId).then(
+          () => true,
+          (err: unknown) => {
+            logger.error({ session: session.id, err: String(err) }, "could not store the thread's rollout");
+            return false;
+          },
+        );
+        this.ranHere.delete(session.id);
+        if (saved) this.ranHere.set(session.id, session.lease_epoch);
+        if (this.ranHere.size > 10_000) this.ranHere.delete(this.ranHere.keys().next().value!);
       }
       release?.();
       active.timer?.cancel();
