@@ -441,6 +441,10 @@ describe("an instance dies", () => {
     // The owner process lives on, but it must stop its engines (and so the command) by itself.
     await waitFor(() => !isAlive(commandPid), 20_000, "the zombie's command to be stopped");
     expect(owner.child.exitCode).toBeNull();
+    // A load balancer's health check sends requests elsewhere meanwhile.
+    const health = await fetch(`${owner.url}/health`);
+    expect(health.status).toBe(503);
+    expect(((await health.json()) as { status: string }).status).toBe("fenced");
     await log.waitFor((e) => e.type === "agent.session.turn.failed" && e.turn_id === turnId, "the takeover");
     expect((await survivor.service.core.store.getTurn(s.id, turnId))!.error!.code).toBe("owner_lost");
     expect(owner.logs().some((l) => String(l.msg).includes("fencing this instance"))).toBe(true);
