@@ -62,6 +62,9 @@ function subtract(a: TokenUsageBreakdown, b: TokenUsageBreakdown | null): TokenU
  * `turn/start` returned plus every continuation the engine starts by itself, until the goal leaves `active`
  * (or a turn fails / is interrupted). Notifications of continuations are re-addressed to the logical id.
  */
+/** Size of the output deltas this SDK fills in (the engine's own are at most 8 KiB). */
+const OUTPUT_PIECE = 8192;
+
 export class TurnOperation {
   logicalId: string | null = null;
   readonly queue: AsyncQueue<TurnEvent>;
@@ -261,15 +264,53 @@ export class TurnOperation {
         this.goalCleared = true;
         this.maybeFinishGoal();
         return;
-      case "item/completed":
-        this.items.push(n.params.item as ThreadItem);
+      case "item/commandExecution/outputDelta": {
+        const id = String(n.params.itemId);
+        this.streamedOutput.set(id, (this.streamedOutput.get(id) ?? "") + String(n.params.delta));
         break;
+      }
+      case "item/completed": {
+        const item = n.params.item as ThreadItem;
+        this.items.push(item);
+        if (item.type === "commandExecution") this.completeOutput(item, n);
+        break;
+      }
       case "thread/tokenUsage/updated":
         this.usage = n.params.tokenUsage as ThreadTokenUsage;
         break;
     }
     this.queue.push((this.goal ? withTurnId(n, this.logicalId!) : n) as TurnEvent);
   }
+
+  /**
+   * The engine streams a command's output only from about 150 ms after it starts (what the command printed before
+   * never arrives as a delta; a quick command streams nothing): when the completed item's output continues what was
+   * streamed, the rest is streamed now, in pieces, before the completion. The deltas of a command then add up to
+   * its output, unless its first bytes were lost before later ones streamed (the final item has it all).
+   */
+  private completeOutput(item: Extract<ThreadItem, { type: "commandExecution" }>, n: Notification): void {
+    const streamed = this.streamedOutput.get(item.id) ?? "";
+    this.streamedOutput.delete(item.id);
+    const output = item.aggregatedOutput;
+    if (typeof output !== "string" || output.length <= streamed.length || !output.startsWith(streamed))
+      return;
+    const rest = output.slice(streamed.length);
+    const turnId = notificationTurnId(n.params) ?? this.logicalId;
+    for (let at = 0; at < rest.length; at += OUTPUT_PIECE) {
+      const delta: Notification = {
+        method: "item/commandExecution/outputDelta",
+        params: {
+          threadId: this.host.threadId,
+          turnId,
+          itemId: item.id,
+          delta: rest.slice(at, at + OUTPUT_PIECE),
+        },
+      };
+      this.queue.push((this.goal ? withTurnId(delta, this.logicalId!) : delta) as TurnEvent);
+    }
+  }
+
+  private readonly streamedOutput = new Map<string, string>();
 
   private decide(next: (turn: ProtocolTurn) => Promise<"continue" | "finish">, turn: ProtocolTurn): void {
     this.deciding = true;

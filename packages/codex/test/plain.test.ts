@@ -10,6 +10,35 @@ afterEach(async () => {
   await f?.close();
 });
 
+describe("command output", () => {
+  const run = (cmd: string) =>
+    scripts.functionCall(
+      "exec_command",
+      { cmd, login: false, yield_time_ms: 30_000 },
+      { callId: "call-out" },
+    );
+
+  it("a quick command's output arrives as deltas that add up to its final output", async () => {
+    f = await fixture();
+    f.mock.enqueue([run("printf 'one\\ntwo\\n'"), scripts.assistantMessage("printed")]);
+    const thread = await f.codex.startThread({ sandbox: "workspace-write" });
+    const turn = await thread.turn("print two lines");
+    const events: TurnEvent[] = [];
+    for await (const e of turn.stream()) events.push(e);
+    const deltas = events.flatMap((e) =>
+      e.method === "item/commandExecution/outputDelta" ? [e.params.delta] : [],
+    );
+    const done = events.find(
+      (e) => e.method === "item/completed" && e.params.item.type === "commandExecution",
+    ) as { params: { item: { aggregatedOutput: string } } };
+    expect(done.params.item.aggregatedOutput).toBe("one\ntwo\n");
+    expect(deltas.join("")).toBe("one\ntwo\n");
+    // Every delta comes before the item's completion.
+    const lastDelta = events.map((e) => e.method).lastIndexOf("item/commandExecution/outputDelta");
+    expect(lastDelta).toBeLessThan(events.indexOf(done as TurnEvent));
+  });
+});
+
 describe("plain turns", () => {
   it("runs a turn: final response, items, usage, timing", async () => {
     f = await fixture();
