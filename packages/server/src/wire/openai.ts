@@ -115,12 +115,15 @@ export function usageObject(u: Usage | null): TokenUsage | null {
   };
 }
 
+/** The id of the environment every session's files live in here: this server's own workspace. */
+export const LOCAL_ENVIRONMENT_ID = "env_local";
+
 /** The environment a session reports: none, or this server's own workspace as a self-hosted environment. */
 function environmentOf(s: SessionRecord): Environment {
   if (s.extra.environment === "none") return { type: "none" };
   return {
     type: "self_hosted",
-    id: "env_local",
+    id: LOCAL_ENVIRONMENT_ID,
     capability_directories: [],
     remote_url: "",
     workspace_directory: s.workspace,

@@ -1,4 +1,5 @@
 import { statSync } from "node:fs";
+import { z } from "zod";
 import type { SessionArtifact } from "openai/resources/beta/agents/sessions/artifacts";
 import type { Core } from "../../core.js";
 import type { SessionRecord, Store } from "../../store/types.js";
@@ -50,7 +51,7 @@ function artifactObject(
     object: "agent.session.artifact",
     session_id: s.id,
     turn_id: turnOf(a),
-    environment_id: "env_local",
+    environment_id: openai.LOCAL_ENVIRONMENT_ID,
     path: a.absPath,
     size_bytes: a.size,
     created_at: Math.floor(a.createdAt),
@@ -87,15 +88,21 @@ export function artifactRoutes(app: App, core: Core): void {
   );
 }
 
+const ArtifactListQuery = ListQuery.extend({ environment_id: z.string().optional() });
+
 /** Listing and raw content: also served to template clients, in the official format (the template had none). */
 export function artifactListRoutes(app: App, core: Core): void {
   const { sessions, store } = core;
   app.get(
     "/v1/agents/sessions/:session_id/artifacts",
-    { schema: { params: SessionParams, querystring: ListQuery } },
+    { schema: { params: SessionParams, querystring: ArtifactListQuery } },
     async (req) => {
       const s = await sessions.get(req.scope, req.params.session_id);
       const q = req.query;
+      // Every artifact is in the session's workspace: another environment has none.
+      if (q.environment_id !== undefined && q.environment_id !== openai.LOCAL_ENVIRONMENT_ID) {
+        return openai.page({ data: [], has_more: false });
+      }
       const limit = q.limit ?? 20;
       let p: { data: ArtifactInfo[]; has_more: boolean };
       if (q.order === "desc") {
