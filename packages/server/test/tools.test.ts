@@ -740,6 +740,64 @@ describe("approvals (approval_policy, this server's extension)", () => {
   });
 });
 
+describe("MCP elicitations (approval_policy on-request)", () => {
+  it("an MCP server's question to the user is an approval request answered with content", async () => {
+    const mcp = await startMcpHttpServer();
+    try {
+      const { id, log } = await sessionWith(
+        [{ type: "mcp", server_label: "desk", transport: { type: "http", server_url: mcp.url } }],
+        { approval_policy: "on-request" },
+      );
+      await send(id, [
+        messageEvent(
+          'Call the MCP tool ask on server desk with arguments {"question":"Favourite colour?"}. Then reply with its output',
+        ),
+      ]);
+      const turnId = await log.turnCreated();
+      type Approval = { action_id: string; kind: string; message: string; details: Record<string, unknown> };
+      // The tool call itself may be asked about first (MCP calls ask under a policy that asks): approve it.
+      let seen = 0;
+      let question: Approval | undefined;
+      while (!question) {
+        const e = await log.waitFor(
+          (x) => x.type === "agent.session.requires_action",
+          "an approval request",
+          seen,
+        );
+        seen = log.events.indexOf(e) + 1;
+        const [a] = (e as unknown as { session: { required_actions: Approval[] } }).session.required_actions;
+        if (!a) continue;
+        if (a.kind === "mcp_elicitation") question = a;
+        else {
+          expect(a.kind).toBe("mcp_tool_call");
+          await send(id, [
+            { type: "agent.session.input.approval_result", action_id: a.action_id, decision: "approve" },
+          ]);
+        }
+      }
+      expect(question.message).toBe("Favourite colour?");
+      expect(question.details).toMatchObject({ server_label: "desk", mode: "form" });
+      await send(id, [
+        {
+          type: "agent.session.input.approval_result",
+          action_id: question.action_id,
+          decision: "approve",
+          content: { answer: "blue" },
+        },
+      ]);
+      const { end } = await log.waitForSettled(turnId);
+      expect(end.type).toBe("agent.session.turn.completed");
+      const reply = (await items(id)).filter((i) => i.type === "message").at(-1) as {
+        content: Array<{ text: string }>;
+      };
+      expect(reply.content[0]!.text).toBe("answer: blue");
+      await log.close();
+    } finally {
+      await mcp.close();
+    }
+  });
+});
+
 describe("with stdio MCP allowed, one thread per engine", () => {
   let g: ServerFixture;
   let c: OpenAI;

@@ -12,6 +12,9 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import {
   CallToolRequestSchema,
   type CallToolResult,
+  type ElicitRequestFormParams,
+  type ElicitResult,
+  ElicitResultSchema,
   isInitializeRequest,
   ListToolsRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
@@ -21,6 +24,8 @@ export interface McpToolContext {
   transport: "http" | "stdio";
   /** Headers of the HTTP request that carried the call (lower-cased names); `{}` over stdio. */
   headers: Record<string, string>;
+  /** Asks the client (an MCP elicitation, form mode) and resolves with its answer. */
+  elicit(message: string, requestedSchema: ElicitRequestFormParams["requestedSchema"]): Promise<ElicitResult>;
 }
 
 export interface McpTool {
@@ -37,7 +42,8 @@ const text = (value: string, isError = false): CallToolResult =>
     : { content: [{ type: "text", text: value }] };
 
 /**
- * `echo {text}` → the text; `add {a, b}` → the sum as text; `fail {}` → an `isError` result;
+ * `echo {text}` → the text; `add {a, b}` → the sum as text; `fail {}` → an `isError` result; `ask {question}` →
+ * asks the client (an elicitation with one string field, `answer`) and returns `answer: <it>`;
  * `whoami {}` → the `Authorization` header of the call (HTTP) or `$MCP_SECRET` (stdio), `(none)` if unset.
  */
 export function defaultMcpTools(): McpTool[] {
@@ -63,6 +69,21 @@ export function defaultMcpTools(): McpTool[] {
       description: "Always fails (an isError result).",
       inputSchema: { type: "object", properties: {} },
       handler: () => text("this tool always fails", true),
+    },
+    {
+      name: "ask",
+      description: "Asks the user a question (an MCP elicitation) and returns the answer.",
+      inputSchema: { type: "object", properties: { question: { type: "string" } }, required: ["question"] },
+      handler: async (args, ctx) => {
+        const r = await ctx.elicit(String(args.question ?? "?"), {
+          type: "object",
+          properties: { answer: { type: "string" } },
+          required: ["answer"],
+        });
+        return text(
+          r.action === "accept" ? `answer: ${String(r.content?.answer ?? "")}` : `no answer (${r.action})`,
+        );
+      },
     },
     {
       name: "whoami",
@@ -98,7 +119,12 @@ export function createMcpServer(tools: McpTool[], transport: "http" | "stdio"): 
     const tool = tools.find((t) => t.name === req.params.name);
     if (!tool) return text(`unknown tool: ${req.params.name}`, true);
     const headers = headerRecord(extra.requestInfo?.headers as Record<string, unknown> | undefined);
-    return tool.handler(req.params.arguments ?? {}, { transport, headers });
+    const elicit = (message: string, requestedSchema: ElicitRequestFormParams["requestedSchema"]) =>
+      extra.sendRequest(
+        { method: "elicitation/create", params: { mode: "form", message, requestedSchema } },
+        ElicitResultSchema,
+      );
+    return tool.handler(req.params.arguments ?? {}, { transport, headers, elicit });
   });
   return server;
 }
