@@ -126,6 +126,7 @@ async function seedTurn(tx: Queries, s: SessionRecord, t: number): Promise<void>
     error: null,
     usage: USAGE,
     goal: null,
+    subagent_id: null,
   };
   await tx.insertTurn(turn);
   const busy: SessionRecord = { ...s, status: "in_progress", active_turn_id: turnId };
@@ -200,6 +201,7 @@ export async function seedEventLog(store: SqliteStore, workspace: string, total:
     error: null,
     usage: USAGE,
     goal: null,
+    subagent_id: null,
   };
   const started = agentMessage(itemId, "");
   await store.transaction(async (tx) => {

@@ -4,7 +4,7 @@ import type { TransportClosedError } from "./errors.js";
 import type { ThreadStartResponse } from "./generated/v2/ThreadStartResponse.js";
 import { Thread } from "./thread.js";
 import { notificationTurnId, type TurnOperation } from "./turn.js";
-import type { ServerRequestAnsweredEvent, ServerRequestHandler, ThreadOptions } from "./types.js";
+import type { ServerRequestAnsweredEvent, ServerRequestHandler, ThreadItem, ThreadOptions } from "./types.js";
 
 export interface CodexOptions {
   /** Path of the codex binary; default: the platform binary of the pinned `@openai/codex` package. */
@@ -200,9 +200,32 @@ export class Codex {
     const threadId = threadIdOf(n.params);
     if (threadId) {
       this.threads.get(threadId)?.observe(n.method, n.params);
-      this.routes.get(threadId)?.onNotification(n);
+      const route = this.routes.get(threadId);
+      if (route) route.onNotification(n);
+      else this.toParent(threadId, n);
+      this.learnChildren(threadId, n);
     }
     this.opts.onNotification?.(n);
+  }
+
+  /** Child thread → the thread whose multi-agent tool spawned (or last addressed) it. */
+  private readonly parents = new Map<string, string>();
+
+  /** A multi-agent tool call names the threads it spawned or addresses: they are children of its thread. */
+  private learnChildren(threadId: string, n: RawNotification): void {
+    if (n.method !== "item/started" && n.method !== "item/completed") return;
+    const item = n.params.item as ThreadItem | undefined;
+    if (item?.type !== "collabAgentToolCall") return;
+    for (const child of item.receiverThreadIds) {
+      if (child !== threadId) this.parents.set(child, item.senderThreadId || threadId);
+    }
+    if (this.parents.size > 10_000) this.parents.delete(this.parents.keys().next().value!);
+  }
+
+  /** A child thread's notification, to the turn its parent is running (if one is). */
+  private toParent(childThreadId: string, n: RawNotification): void {
+    const parent = this.parents.get(childThreadId);
+    if (parent) this.routes.get(parent)?.onSubagent(childThreadId, n);
   }
 
   private async answer(r: RawServerRequest): Promise<unknown> {

@@ -3,8 +3,10 @@ import type { McpServerStatusUpdatedNotification } from "./generated/v2/McpServe
 import type { Thread as ProtocolThread } from "./generated/v2/Thread.js";
 import type { ThreadGoal } from "./generated/v2/ThreadGoal.js";
 import type { ThreadGoalStatus } from "./generated/v2/ThreadGoalStatus.js";
+import type { ThreadTurnsListResponse } from "./generated/v2/ThreadTurnsListResponse.js";
 import type { Turn as ProtocolTurn } from "./generated/v2/Turn.js";
 import type { TurnStartResponse } from "./generated/v2/TurnStartResponse.js";
+import type { TurnStatus } from "./generated/v2/TurnStatus.js";
 import { goalObjective, normalizeInput, toProtocolInput } from "./input.js";
 import { Turn, TurnOperation } from "./turn.js";
 import type {
@@ -27,6 +29,14 @@ export interface GoalSetOptions {
   objective?: string;
   status?: ThreadGoalStatus;
   tokenBudget?: number | null;
+}
+
+/** One engine turn of a thread, as `Thread.turns()` lists it. */
+export interface EngineTurnSummary {
+  id: string;
+  status: TurnStatus;
+  /** Ids of the items the engine's summary of the turn holds (the user message, the final answer…). */
+  itemIds: string[];
 }
 
 export class Thread {
@@ -222,6 +232,56 @@ export class Thread {
   async clearGoal(): Promise<boolean> {
     const res = await this.host.request<{ cleared: boolean }>("thread/goal/clear", { threadId: this.id });
     return res.cleared;
+  }
+
+  /**
+   * The thread's engine turns, oldest first, with the ids of the items each one holds (the engine's summary
+   * view: at least the user message and the final answer). Used to map a point of the conversation to the
+   * engine turn ids that `revert` and `fork` take.
+   */
+  async turns(): Promise<EngineTurnSummary[]> {
+    const out: EngineTurnSummary[] = [];
+    for (let cursor: string | null = null; ; ) {
+      const page: ThreadTurnsListResponse = await this.host.request<ThreadTurnsListResponse>(
+        "thread/turns/list",
+        {
+          threadId: this.id,
+          sortDirection: "asc",
+          itemsView: "summary",
+          limit: 100,
+          ...(cursor ? { cursor } : {}),
+        },
+      );
+      for (const t of page.data) out.push({ id: t.id, status: t.status, itemIds: t.items.map((i) => i.id) });
+      if (!page.nextCursor || page.data.length === 0) return out;
+      cursor = page.nextCursor;
+    }
+  }
+
+  /**
+   * Rewrites the thread's stored conversation to the turns before `beforeTurnId` (that turn and every later one
+   * are dropped; the model's next request holds only the kept turns). Files are not touched. The thread must be
+   * idle.
+   */
+  async revert(beforeTurnId: string): Promise<void> {
+    await this.host.request("thread/revert", { threadId: this.id, beforeTurnId });
+  }
+
+  /**
+   * Copies the thread into a new persisted thread holding its turns up to `lastTurnId` (inclusive; all of them
+   * when absent), running in `cwd`. The copy is not kept loaded in this process: whoever continues it resumes it by
+   * id (e.g. `Codex.resumeThread`). Goals are not copied (the engine does not). Returns the new thread's id.
+   */
+  async fork(opts: { lastTurnId?: string | null; cwd?: string } = {}): Promise<string> {
+    const res = await this.host.request<{ thread: { id: string } }>("thread/fork", {
+      threadId: this.id,
+      excludeTurns: true,
+      ...(opts.lastTurnId ? { lastTurnId: opts.lastTurnId } : {}),
+      ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
+    });
+    const forked = res.thread.id;
+    await this.host.request("thread/unsubscribe", { threadId: forked }).catch(() => {});
+    return forked;
   }
 
   /**

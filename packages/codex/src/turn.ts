@@ -1,4 +1,5 @@
 import { CodexError, InvalidRequestError, TransportClosedError, TurnFailedError } from "./errors.js";
+import type { ServerNotification } from "./generated/ServerNotification.js";
 import type { ThreadGoal } from "./generated/v2/ThreadGoal.js";
 import type { ThreadGoalStatus } from "./generated/v2/ThreadGoalStatus.js";
 import type { ThreadTokenUsage } from "./generated/v2/ThreadTokenUsage.js";
@@ -164,6 +165,20 @@ export class TurnOperation {
     }
     if (this.logicalId === null) this.buffer.push(n);
     else this.process(n);
+  }
+
+  /** What a child thread of this turn's thread did (a subagent): enters the stream wrapped, while the turn runs. */
+  onSubagent(childThreadId: string, n: Notification): void {
+    if (this.finishedFlag || this.logicalId === null) return;
+    this.queue.push({
+      method: "client/subagent/notification",
+      params: {
+        threadId: this.host.threadId,
+        turnId: this.logicalId,
+        childThreadId,
+        notification: n as unknown as ServerNotification,
+      },
+    });
   }
 
   /** Server-request answers enter the stream like notifications. */

@@ -61,12 +61,22 @@ export interface GoalUpdatedEvent {
   params: { threadId: string; turnId: string; goal: ThreadGoal };
 }
 
+/**
+ * Something a subagent's thread did while this turn ran (the engine's multi-agent tools spawn child threads whose
+ * notifications carry the child's thread and turn ids): the child's notification, as the engine sent it.
+ */
+export interface SubagentNotificationEvent {
+  method: "client/subagent/notification";
+  params: { threadId: string; turnId: string; childThreadId: string; notification: ServerNotification };
+}
+
 /** What a turn stream yields: engine notifications (turn ids re-addressed to the logical turn) + our own. */
 export type TurnEvent =
   | ServerNotification
   | ServerRequestAnsweredEvent
   | GoalEngineTurnStartedEvent
-  | GoalUpdatedEvent;
+  | GoalUpdatedEvent
+  | SubagentNotificationEvent;
 
 export interface GoalOptions {
   /** Engine-side token budget for the goal (positive). */

@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { Gate, scripts } from "@codex-agent-api/testkit";
+import { Gate, scriptedModel, scripts } from "@codex-agent-api/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 import { Codex, type ServerRequest, TransportClosedError, type TurnEvent } from "../src/index.js";
 import { agentMessages, type Fixture, fixture } from "./fixture.js";
@@ -36,6 +36,36 @@ describe("command output", () => {
     // Every delta comes before the item's completion.
     const lastDelta = events.map((e) => e.method).lastIndexOf("item/commandExecution/outputDelta");
     expect(lastDelta).toBeLessThan(events.indexOf(done as TurnEvent));
+  });
+});
+
+describe("subagents", () => {
+  it("a child thread's work enters the parent turn's stream, wrapped with the child's thread id", async () => {
+    f = await fixture();
+    f.mock.setFallback(scriptedModel());
+    const thread = await f.codex.startThread();
+    const turn = await thread.turn(
+      "Spawn a subagent with the message: Reply with exactly: child says hi. Then reply with its output",
+    );
+    const events: TurnEvent[] = [];
+    for await (const e of turn.stream()) events.push(e);
+    const child = events.flatMap((e) => (e.method === "client/subagent/notification" ? [e.params] : []));
+    expect(child.length).toBeGreaterThan(0);
+    const childThread = child[0]!.childThreadId;
+    expect(childThread).not.toBe(thread.id);
+    expect(
+      child.every((c) => c.threadId === thread.id && c.turnId === turn.id && c.childThreadId === childThread),
+    ).toBe(true);
+    const methods = child.map((c) => c.notification.method);
+    expect(methods).toContain("turn/started");
+    expect(methods).toContain("turn/completed");
+    const said = child.flatMap((c) =>
+      c.notification.method === "item/completed" && c.notification.params.item.type === "agentMessage"
+        ? [c.notification.params.item.text]
+        : [],
+    );
+    expect(said).toEqual(["child says hi"]);
+    expect((await turn.run()).finalResponse).toBe("child says hi");
   });
 });
 

@@ -86,6 +86,7 @@ export const turn = (
   error: null,
   usage: null,
   goal: null,
+  subagent_id: null,
   ...over,
 });
 

@@ -132,6 +132,8 @@ export interface TurnRecord {
   error: TurnError | null;
   usage: Usage | null;
   goal: TurnGoal | null;
+  /** The subagent that ran this turn (its own thread); null for the session's own (root) turns. */
+  subagent_id: string | null;
 }
 
 /** `started`: seen on the stream, not finished; `completed`; `incomplete`: its turn ended before it did. */

@@ -189,6 +189,7 @@ export class TurnRunner {
       error: null,
       usage: null,
       goal: goal ? { mode: goal.mode, objective: goal.objective } : null,
+      subagent_id: null,
     };
     await hub.commit(session.id, async (tx, log) => {
       await tx.insertTurn(turn);

@@ -77,6 +77,7 @@ export const MIGRATIONS: readonly string[] = [
     error jsonb,
     usage jsonb,
     goal jsonb,
+    subagent_id text COLLATE "C",
     UNIQUE (session_id, id)
   );
   CREATE INDEX turns_session_created ON turns (session_id, created_at, rid);

@@ -2,7 +2,7 @@ import type { Queries, TurnRecord } from "../types.js";
 import { asIs, asJson, asJsonOrNull, json, jsonOrNull, listByCreated, type PgDb, setClause } from "./db.js";
 
 /** jsonb columns come back parsed (SQL NULL as null): a row is a TurnRecord. */
-const COLS = "id, session_id, created_at, started_at, completed_at, status, input, error, usage, goal";
+const COLS = "id, session_id, created_at, started_at, completed_at, status, input, error, usage, goal, subagent_id";
 
 const ENCODE = {
   started_at: asIs,
@@ -22,7 +22,7 @@ export function turnQueries(db: PgDb): TurnQueries {
   return {
     async insertTurn(t) {
       await db.run(
-        `INSERT INTO turns (${COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9::jsonb, $10::jsonb)`,
+        `INSERT INTO turns (${COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9::jsonb, $10::jsonb, $11)`,
         [
           t.id,
           t.session_id,
@@ -34,6 +34,7 @@ export function turnQueries(db: PgDb): TurnQueries {
           jsonOrNull(t.error),
           jsonOrNull(t.usage),
           jsonOrNull(t.goal),
+          t.subagent_id,
         ],
       );
     },

@@ -132,6 +132,7 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE sessions ADD COLUMN required_actions TEXT NOT NULL DEFAULT '[]';
   ALTER TABLE sessions ADD COLUMN owner_instance TEXT;
   ALTER TABLE sessions ADD COLUMN lease_epoch INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE turns ADD COLUMN subagent_id TEXT;
   `,
 ];
 

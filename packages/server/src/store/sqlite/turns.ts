@@ -12,9 +12,10 @@ interface TurnRow {
   error: string | null;
   usage: string | null;
   goal: string | null;
+  subagent_id: string | null;
 }
 
-const COLS = "id, session_id, created_at, started_at, completed_at, status, input, error, usage, goal";
+const COLS = "id, session_id, created_at, started_at, completed_at, status, input, error, usage, goal, subagent_id";
 
 const fromRow = (r: TurnRow): TurnRecord => ({
   id: r.id,
@@ -27,6 +28,7 @@ const fromRow = (r: TurnRow): TurnRecord => ({
   error: parseOrNull<TurnError>(r.error),
   usage: parseOrNull<Usage>(r.usage),
   goal: parseOrNull<TurnGoal>(r.goal),
+  subagent_id: r.subagent_id,
 });
 
 const ENCODE = {
@@ -53,7 +55,7 @@ export function turnQueries(db: SqliteDb): TurnQueries {
   return {
     async insertTurn(t) {
       db.run(
-        `INSERT INTO turns (${COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO turns (${COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         t.id,
         t.session_id,
         t.created_at,
@@ -64,6 +66,7 @@ export function turnQueries(db: SqliteDb): TurnQueries {
         jsonOrNull(t.error),
         jsonOrNull(t.usage),
         jsonOrNull(t.goal),
+        t.subagent_id,
       );
     },
     async getTurn(sessionId, turnId) {
