@@ -106,6 +106,18 @@ export interface ClientToolResultItem {
   contentItems: Array<{ type: "inputText"; text: string } | { type: "inputImage"; imageUrl: string }>;
 }
 
+/** A subagent of a session: a child thread the engine's multi-agent tools opened (kept in the session's extra). */
+export interface SubagentRecord {
+  id: string;
+  /** The engine's child thread. */
+  thread_id: string;
+  /** What the parent asked it to do. */
+  instructions: string | null;
+  status: "active" | "closed";
+  opened_at: number;
+  closed_at: number | null;
+}
+
 /** An item of a session's history: the engine's, or one of this server's own. */
 export type StoredItem = ThreadItem | ClientToolResultItem;
 
@@ -182,6 +194,8 @@ export type LogEvent =
         error: string | null;
       };
     }
+  /** A subagent was opened (`created`), reopened (`active`) or closed. */
+  | { type: "subagent.updated"; data: { subagent: SubagentRecord; change: "created" | "active" | "closed" } }
   /** The turn waits for the client (a function call's result, an approval). */
   | { type: "action.required"; data: { action: RequiredAction } }
   /** The client answered (or the turn ended without an answer: `answer` null). */

@@ -43,6 +43,8 @@ export interface SessionListOptions extends ListOptions {
 
 export interface ItemListOptions extends ListOptions {
   turn_id?: string;
+  /** Only items of these turns (e.g. a subagent's). */
+  turn_ids?: readonly string[];
   /** Leave out items of these engine types (e.g. the user's own messages). */
   exclude_types?: readonly string[];
   /** Only these states (default: all). */

@@ -10,21 +10,21 @@ export class RenderedItems {
 
   constructor(private readonly capacity = 20_000) {}
 
-  /** The item's official JSON, or null when it has no official rendering. */
-  of(item: ItemRecord): string | null {
-    if (item.state === "started") return render(item);
+  /** The item's official JSON, or null when it has no official rendering (`agentId`: its session's agent). */
+  of(item: ItemRecord, agentId: string): string | null {
+    if (item.state === "started") return render(item, agentId);
     const key = `${item.session_id}\\u0000${item.ordinal}\\u0000${item.state}`;
     const hit = this.cache.get(key);
     if (hit !== undefined) return hit;
-    const json = render(item);
+    const json = render(item, agentId);
     if (this.cache.size >= this.capacity) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(key, json);
     return json;
   }
 }
 
-function render(item: ItemRecord): string | null {
-  const o = itemObject(item);
+function render(item: ItemRecord, agentId: string): string | null {
+  const o = itemObject(item, agentId);
   return o ? JSON.stringify(o) : null;
 }
 

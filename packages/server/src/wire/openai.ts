@@ -16,12 +16,14 @@ import type {
   Environment,
   PersistedAgentTool,
   SessionTurnError,
+  Subagent,
   TokenUsage,
   WebSearchAction,
 } from "openai/resources/beta/agents/agents";
 import type { Turn } from "openai/resources/beta/agents/sessions/turns/turns";
 import { settingsOf } from "../domain/settings.js";
 import { redacted, toolsOf } from "../domain/tools.js";
+import { subagentIdOf } from "../domain/turns/subagents.js";
 import type {
   AgentRecord,
   EventRecord,
@@ -31,6 +33,7 @@ import type {
   RequiredAction,
   SessionRecord,
   StoredItem,
+  SubagentRecord,
   TurnRecord,
   TurnStatus,
   Usage,
@@ -230,7 +233,7 @@ export function turnObject(t: TurnRecord, agentId: string): Turn & { goal?: Turn
     object: "agent.session.turn",
     session_id: t.session_id,
     agent_id: agentId,
-    subagent_id: null,
+    subagent_id: t.subagent_id ?? null,
     status: OFFICIAL_TURN_STATUS[t.status],
     created_at: secs(t.created_at),
     started_at: secsOrNull(t.started_at),
@@ -262,10 +265,20 @@ const OUTPUT_STATUS: Record<ItemState, AgentOutputItemStatus> = {
   incomplete: "incomplete",
 };
 
-/** An engine ThreadItem as an official AgentSessionItem (null for items with no official counterpart). */
-export function toOfficialItem(raw: StoredItem, turnId: string, state: ItemState): AgentSessionItem | null {
+/**
+ * An engine ThreadItem as an official AgentSessionItem (null for items with no official counterpart). `agentId`:
+ * the session's agent, the sender of its multi-agent tool calls (the recipients are its subagents).
+ */
+export function toOfficialItem(
+  raw: StoredItem,
+  turnId: string,
+  state: ItemState,
+  agentId = "",
+): AgentSessionItem | null {
   const base = { id: raw.id, turn_id: turnId };
   switch (raw.type) {
+    case "collabAgentToolCall":
+      return subagentCallItem(raw, base, agentId, state);
     case "userMessage": {
       const content = raw.content.flatMap((c): AgentSessionMessageContent[] =>
         c.type === "text"
@@ -362,8 +375,69 @@ export function toOfficialItem(raw: StoredItem, turnId: string, state: ItemState
   }
 }
 
-export function itemObject(i: ItemRecord): AgentSessionItem | null {
-  return toOfficialItem(i.data, i.turn_id, i.state);
+export function itemObject(i: ItemRecord, agentId = ""): AgentSessionItem | null {
+  return toOfficialItem(i.data, i.turn_id, i.state, agentId);
+}
+
+/** A multi-agent tool call as the official subagent item of the same meaning (null: not shown, e.g. a listing). */
+function subagentCallItem(
+  raw: Extract<StoredItem, { type: "collabAgentToolCall" }>,
+  base: { id: string; turn_id: string },
+  agentId: string,
+  state: ItemState,
+): AgentSessionItem | null {
+  const status = callStatus(raw.status, state);
+  const recipients = raw.receiverThreadIds.map(subagentIdOf);
+  const recipient = recipients[0] ?? "";
+  const content = raw.prompt ? [{ type: "output_text" as const, text: raw.prompt }] : [];
+  const from = { sender_agent_id: agentId, recipient_agent_id: recipient, status };
+  switch (raw.tool) {
+    case "spawnAgent":
+      return {
+        ...base,
+        type: "create_subagent_call",
+        agent_id: agentId,
+        content,
+        model: raw.model || null,
+        reasoning_effort: raw.reasoningEffort ?? null,
+        status,
+      };
+    case "sendInput":
+    case "sendMessage":
+    case "followupTask":
+      return { ...base, type: "send_subagent_input_call", ...from, content };
+    case "resumeAgent":
+      return { ...base, type: "resume_subagent_call", ...from };
+    case "wait":
+      return {
+        ...base,
+        type: "wait_for_subagents_call",
+        sender_agent_id: agentId,
+        recipient_agent_ids: recipients,
+        status,
+      };
+    case "interruptAgent":
+      return { ...base, type: "interrupt_subagent_call", ...from };
+    case "closeAgent":
+      return { ...base, type: "close_subagent_call", ...from };
+    default:
+      return null;
+  }
+}
+
+/** A session's subagent, as the official API shows it. */
+export function subagentObject(sessionId: string, parentAgentId: string, a: SubagentRecord): Subagent {
+  return {
+    id: a.id,
+    object: "agent.session.subagent",
+    session_id: sessionId,
+    parent_agent_id: parentAgentId,
+    name: null,
+    instructions: a.instructions ? [{ type: "output_text", text: a.instructions }] : null,
+    status: a.status,
+    opened_at: secs(a.opened_at),
+    closed_at: secsOrNull(a.closed_at),
+  };
 }
 
 export function page<T extends { id: string | null }>(p: Page<T>) {
@@ -413,7 +487,7 @@ export function renderEvent(e: EventRecord, agentId: string): AgentSessionEvent[
       // Input items (the user's message, a client's tool result) are added once, never "done".
       if (raw.type === "userMessage" || raw.type === "clientToolResult") {
         if (e.type === (raw.type === "userMessage" ? "item.completed" : "item.started")) return [];
-        const item = toOfficialItem(raw, tid, "completed");
+        const item = toOfficialItem(raw, tid, "completed", agentId);
         return item
           ? [
               {
@@ -428,7 +502,7 @@ export function renderEvent(e: EventRecord, agentId: string): AgentSessionEvent[
           : [];
       }
       const done = e.type === "item.completed";
-      const item = toOfficialItem(raw, tid, done ? finishedState(raw) : "started");
+      const item = toOfficialItem(raw, tid, done ? finishedState(raw) : "started", agentId);
       if (!item) return [];
       const output_index = e.data.output_index;
       return done
@@ -520,6 +594,15 @@ export function renderEvent(e: EventRecord, agentId: string): AgentSessionEvent[
           ...e.data,
         } as unknown as AgentSessionEvent,
       ];
+    case "subagent.updated": {
+      const subagent = subagentObject(session_id, agentId, e.data.subagent);
+      const event_id0 = event_id();
+      if (e.data.change === "created")
+        return [{ type: "agent.session.subagent.created", event_id: event_id0, subagent }];
+      if (e.data.change === "closed")
+        return [{ type: "agent.session.subagent.closed", event_id: event_id0, subagent }];
+      return [{ type: "agent.session.subagent.active", event_id: event_id0, subagent }];
+    }
     case "goal.updated":
       // This server's extension (not in the SDK's event union).
       return [

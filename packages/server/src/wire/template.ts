@@ -91,7 +91,15 @@ export function renderEvent(e: EventRecord): SseFrame | null {
     case "session.created":
       return { event: "agent.session.created", data: sessionObject(e.data.session) };
     case "turn.started":
-      return { event: "agent.session.turn.started", data: { turn_id: e.turn_id, session_id } };
+      return {
+        event: "agent.session.turn.started",
+        data: {
+          turn_id: e.turn_id,
+          session_id,
+          // A subagent's turn (this server's extension); the session's own turns have none.
+          ...(e.data.turn.subagent_id ? { subagent_id: e.data.turn.subagent_id } : {}),
+        },
+      };
     case "item.started":
     case "item.completed": {
       const item = toExecItem(e.data.item);
@@ -146,6 +154,11 @@ export function renderEvent(e: EventRecord): SseFrame | null {
           turn_id: e.turn_id,
           goal: e.data.goal ? goalObject(e.data.goal, e.created_at) : null,
         },
+      };
+    case "subagent.updated":
+      return {
+        event: `agent.session.subagent.${e.data.change}`,
+        data: { session_id, subagent: e.data.subagent },
       };
     case "mcp_server.status":
       return {

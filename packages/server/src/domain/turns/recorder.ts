@@ -10,6 +10,7 @@ import type { DeltaKind, LogEvent, StoredItem } from "../../store/types.js";
 import type { AppendOptions, EventHub } from "../../stream/hub.js";
 import type { GoalRun } from "../goals/run.js";
 import { ACTION_METHODS } from "./actions.js";
+import { SubagentRecorder } from "./subagents.js";
 
 /** Which stream a delta belongs to. */
 const DELTA_KIND: Partial<Record<TurnEvent["method"], DeltaKind>> = {
@@ -29,6 +30,7 @@ export class TurnRecorder {
   private goalWork: Promise<void> = Promise.resolve();
   private failure: unknown = null;
   private thread: Thread | null = null;
+  private readonly subagents: SubagentRecorder;
   /** Items whose start has been handed to the log, and who waits for one. */
   private readonly started = new Set<string>();
   private readonly startWaiters = new Map<string, Array<() => void>>();
@@ -40,11 +42,26 @@ export class TurnRecorder {
     readonly sessionId: string,
     readonly turnId: string,
     private readonly goal: GoalRun | null,
-  ) {}
+  ) {
+    this.subagents = new SubagentRecorder(
+      {
+        hub,
+        now,
+        log: (event, opts = {}) => this.logAs(event, opts),
+        indexOf: (id) => this.indexOf(id),
+      },
+      sessionId,
+    );
+  }
 
   /** Appends an event of this turn (in order with the others). */
   log(event: LogEvent, opts: Omit<AppendOptions, "turn_id"> = {}): void {
-    const p = this.hub.append(this.sessionId, event, { ...opts, turn_id: this.turnId });
+    this.logAs(event, { ...opts, turn_id: this.turnId });
+  }
+
+  /** Appends an event in order with this turn's (for a subagent's turn: with its own turn id). */
+  private logAs(event: LogEvent, opts: AppendOptions): void {
+    const p = this.hub.append(this.sessionId, event, opts);
     p.catch((err: unknown) => {
       this.failure ??= err;
       this.logger.error(
@@ -57,6 +74,9 @@ export class TurnRecorder {
 
   /** Resolves when everything recorded so far is stored and the goal hooks have run; rejects on a write error. */
   async settled(): Promise<void> {
+    await this.subagents.settle().catch((err: unknown) => {
+      this.failure ??= err;
+    });
     await this.goalWork;
     await this.last.catch(() => undefined);
     if (this.failure) throw this.failure;
@@ -118,6 +138,9 @@ export class TurnRecorder {
       case "mcpServer/startupStatus/updated":
         this.logMcpStatus();
         return;
+      case "client/subagent/notification":
+        this.subagents.onNotification(event.params);
+        return;
       case "item/started": {
         const item = event.params.item as ThreadItem;
         this.log(
@@ -132,6 +155,7 @@ export class TurnRecorder {
       case "item/completed": {
         const item = event.params.item as ThreadItem;
         this.finishItem(item);
+        if (item.type === "collabAgentToolCall") this.subagents.onToolCall(item);
         // A client's answer to a function call: its own item in the history, after the call.
         if (item.type === "dynamicToolCall" && item.contentItems && item.success !== null) {
           this.finishItem({

@@ -1,9 +1,29 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
+import { z } from "zod";
 import type { Core } from "../../core.js";
+import { notFound } from "../../domain/errors.js";
+import { subagentsOf } from "../../domain/turns/subagents.js";
+import type { ItemListOptions, SessionRecord, Store } from "../../store/types.js";
 import * as openai from "../../wire/openai.js";
 import { PageCache, RenderedItems } from "../../wire/openai-items.js";
 import type { App } from "../app-types.js";
 import { ListQuery, SessionParams, TurnParams } from "../validate.js";
+
+/** Which items a page lists: a session's, one turn's, or those of a set of turns (a subagent's). */
+type ItemFilter = Pick<ItemListOptions, "turn_id" | "turn_ids">;
+
+const SubagentParams = SessionParams.extend({ subagent_id: z.string().min(1).max(200) });
+
+/** The turns a subagent ran. */
+async function subagentTurnIds(store: Store, sessionId: string, subagentId: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (let after: string | undefined; ; ) {
+    const p = await store.listTurns(sessionId, { limit: 1000, order: "asc", ...(after ? { after } : {}) });
+    for (const t of p.data) if (t.subagent_id === subagentId) ids.push(t.id);
+    if (!p.has_more || p.data.length === 0) return ids;
+    after = p.data.at(-1)!.id;
+  }
+}
 
 type ListQueryT = {
   limit?: number | undefined;
@@ -28,7 +48,9 @@ function itemRoutes(app: App, core: Core): void {
    * pages stop on an empty `data`). `last_id` is the last stored item read: the cursor to continue from. The
    * page is assembled from each item's rendered JSON (finished items never change, so theirs is cached).
    */
-  const items = async (sessionId: string, q: ListQueryT, turnId?: string): Promise<string> => {
+  const items = async (s: SessionRecord, q: ListQueryT, only: ItemFilter): Promise<string> => {
+    const sessionId = s.id;
+    const agentId = openai.agentIdOf(s);
     const limit = q.limit ?? 20;
     // Official default: newest first.
     const order = q.order ?? "desc";
@@ -43,7 +65,7 @@ function itemRoutes(app: App, core: Core): void {
         order,
         lazy_data: true,
         ...(after !== undefined ? { after } : {}),
-        ...(turnId ? { turn_id: turnId } : {}),
+        ...only,
       });
       for (const [i, record] of p.data.entries()) {
         if (data.length === limit) {
@@ -52,7 +74,7 @@ function itemRoutes(app: App, core: Core): void {
         }
         firstId ??= record.id;
         lastId = record.id;
-        const json = rendered.of(record);
+        const json = rendered.of(record, agentId);
         if (json !== null) data.push(json);
         if (i === p.data.length - 1) after = record.id;
       }
@@ -77,18 +99,20 @@ function itemRoutes(app: App, core: Core): void {
   const page = async (
     req: FastifyRequest,
     reply: FastifyReply,
-    sessionId: string,
+    s: SessionRecord,
     q: ListQueryT,
-    turnId?: string,
+    only: ItemFilter = {},
   ) => {
+    const sessionId = s.id;
     const seq = await store.lastEventSeq(sessionId);
-    const key = `${sessionId}\u0000${turnId ?? ""}\u0000${q.limit ?? ""}\u0000${q.order ?? ""}\u0000${q.after ?? ""}`;
+    const filter = only.turn_id ?? only.turn_ids?.join(",") ?? "";
+    const key = `${sessionId}\u0000${filter}\u0000${q.limit ?? ""}\u0000${q.order ?? ""}\u0000${q.after ?? ""}`;
     const etag = `"${sessionId}.${seq}"`;
     reply.header("etag", etag).type("application/json; charset=utf-8");
     if (req.headers["if-none-match"] === etag) return reply.code(304).send();
     let body = pages.get(key, seq);
     if (body === undefined) {
-      body = await items(sessionId, q, turnId);
+      body = await items(s, q, only);
       pages.set(key, seq, body);
     }
     return reply.send(body);
@@ -99,7 +123,7 @@ function itemRoutes(app: App, core: Core): void {
     { schema: { params: SessionParams, querystring: ListQuery } },
     async (req, reply) => {
       const s = await sessions.get(req.scope, req.params.session_id);
-      return page(req, reply, s.id, req.query);
+      return page(req, reply, s, req.query);
     },
   );
   app.get(
@@ -108,7 +132,48 @@ function itemRoutes(app: App, core: Core): void {
     async (req, reply) => {
       const s = await sessions.get(req.scope, req.params.session_id);
       const t = await sessions.turn(s, req.params.turn_id);
-      return page(req, reply, s.id, req.query, t.id);
+      return page(req, reply, s, req.query, { turn_id: t.id });
+    },
+  );
+
+  // Subagents: the child threads the agent's multi-agent tools opened (see domain/turns/subagents.ts).
+  const subagent = (s: SessionRecord, id: string) => {
+    const found = subagentsOf(s).find((a) => a.id === id);
+    if (!found) throw notFound(`Subagent ${id} not found`, "subagent_id");
+    return found;
+  };
+  app.get(
+    "/v1/agents/sessions/:session_id/subagents",
+    { schema: { params: SessionParams, querystring: ListQuery } },
+    async (req) => {
+      const s = await sessions.get(req.scope, req.params.session_id);
+      const q = req.query;
+      let all = subagentsOf(s);
+      if (q.order !== "asc") all = all.reverse();
+      const start = q.after ? all.findIndex((a) => a.id === q.after) + 1 : 0;
+      const limit = q.limit ?? 20;
+      const data = all.slice(start, start + limit);
+      return openai.page({
+        data: data.map((a) => openai.subagentObject(s.id, openai.agentIdOf(s), a)),
+        has_more: start + limit < all.length,
+      });
+    },
+  );
+  app.get(
+    "/v1/agents/sessions/:session_id/subagents/:subagent_id",
+    { schema: { params: SubagentParams } },
+    async (req) => {
+      const s = await sessions.get(req.scope, req.params.session_id);
+      return openai.subagentObject(s.id, openai.agentIdOf(s), subagent(s, req.params.subagent_id));
+    },
+  );
+  app.get(
+    "/v1/agents/sessions/:session_id/subagents/:subagent_id/items",
+    { schema: { params: SubagentParams, querystring: ListQuery } },
+    async (req, reply) => {
+      const s = await sessions.get(req.scope, req.params.session_id);
+      const a = subagent(s, req.params.subagent_id);
+      return page(req, reply, s, req.query, { turn_ids: await subagentTurnIds(store, s.id, a.id) });
     },
   );
 }

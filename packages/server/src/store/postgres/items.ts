@@ -70,6 +70,7 @@ export function itemQueries(db: PgDb): ItemQueries {
         where.push(cond(`$${params.length}`));
       };
       if (opts.turn_id !== undefined) add((n) => `turn_id = ${n}`, opts.turn_id);
+      if (opts.turn_ids !== undefined) add((n) => `turn_id = ANY (${n}::text[])`, [...opts.turn_ids]);
       if (opts.exclude_types?.length) add((n) => `type <> ALL (${n}::text[])`, [...opts.exclude_types]);
       if (opts.states?.length) add((n) => `state = ANY (${n}::text[])`, [...opts.states]);
       if (opts.after !== undefined) {

@@ -111,6 +111,10 @@ export function itemQueries(db: SqliteDb): ItemQueries {
         where.push("turn_id = ?");
         params.push(opts.turn_id);
       }
+      if (opts.turn_ids !== undefined) {
+        where.push(opts.turn_ids.length ? `turn_id IN (${opts.turn_ids.map(() => "?").join(", ")})` : "0");
+        params.push(...opts.turn_ids);
+      }
       if (opts.exclude_types?.length) {
         where.push(`type NOT IN (${opts.exclude_types.map(() => "?").join(", ")})`);
         params.push(...opts.exclude_types);
