@@ -9,13 +9,18 @@ import { dialectConstraint } from "./http/dialect.js";
 import { installErrorHandling, sendError } from "./http/errors.js";
 import { parseJson } from "./http/json.js";
 import { openaiPlugin } from "./http/openai/index.js";
+import { traceRoutes } from "./http/openai/traces.js";
 import { consoleRoutes } from "./http/ops/console.js";
 import { healthRoutes } from "./http/ops/health.js";
+import { metricsRoutes } from "./http/ops/metrics.js";
+import { installOpenApi, openapiRoutes } from "./http/ops/openapi.js";
 import { installRateLimit } from "./http/rate-limit.js";
 import { RequestLog } from "./http/request-log.js";
 import { templatePlugin } from "./http/template/index.js";
 import { installTrustBoundaries } from "./http/trust.js";
 import { validatorCompiler } from "./http/validate.js";
+import { installRequestTelemetry } from "./observability/http.js";
+import { Observability } from "./observability/index.js";
 
 /** Official endpoints this server does not provide yet: a clear error in the right shape, never a 404 page. */
 const UNIMPLEMENTED = [
@@ -29,7 +34,6 @@ const UNIMPLEMENTED = [
   "/v1/vaults/*",
   "/v1/agents/sessions/:session_id/subagents",
   "/v1/agents/sessions/:session_id/subagents/*",
-  "/v1/agents/sessions/:session_id/traces",
 ];
 
 declare module "fastify" {
@@ -39,7 +43,8 @@ declare module "fastify" {
   }
 }
 
-export function buildApp(core: Core): App {
+/** `observability`: the service's metrics and traces (default: metrics only, no trace export). */
+export function buildApp(core: Core, observability = new Observability(core)): App {
   const app = Fastify({
     loggerInstance: core.logger as FastifyBaseLogger,
     // One line per answered request, without secrets in its URL.
@@ -76,24 +81,37 @@ export function buildApp(core: Core): App {
     }
   });
   installErrorHandling(app);
+  installRequestTelemetry(app, observability);
   installTrustBoundaries(app, {
     allowedHosts: new Set(core.config.allowedHosts),
     corsOrigins: new Set(core.config.corsOrigins),
   });
   installAuth(app, core);
   installRateLimit(app, core.config.rateLimitPerMinute);
-  healthRoutes(app, core);
-  consoleRoutes(app);
+  // The OpenAPI documents collect routes as they are registered: every route comes after, in a plugin.
+  installOpenApi(app);
+  app.register(async (ops: App) => {
+    healthRoutes(ops, core);
+    metricsRoutes(ops, observability.metrics);
+    openapiRoutes(ops);
+    consoleRoutes(ops);
+    traceRoutes(ops, core, observability);
+  });
   app.register(openaiPlugin(core));
   app.register(templatePlugin(core));
-  for (const url of UNIMPLEMENTED) {
-    app.route({
-      method: ["GET", "POST", "DELETE"],
-      url,
-      handler: async (req) => {
-        throw notImplemented(`${req.method} ${req.url.split("?")[0]} is not implemented by this server yet`);
-      },
-    });
-  }
+  app.register(async (rest: App) => {
+    for (const url of UNIMPLEMENTED) {
+      rest.route({
+        method: ["GET", "POST", "DELETE"],
+        url,
+        schema: { hide: true },
+        handler: async (req) => {
+          throw notImplemented(
+            `${req.method} ${req.url.split("?")[0]} is not implemented by this server yet`,
+          );
+        },
+      });
+    }
+  });
   return app;
 }

@@ -2,7 +2,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { MockResponsesServer, scriptedModel } from "@codex-agent-api/mock-model";
-import pino, { type Logger } from "pino";
+import type { Logger } from "pino";
 import { buildApp } from "./app.js";
 import { PgCluster } from "./cluster/pg.js";
 import { PgRollouts } from "./cluster/rollouts.js";
@@ -12,6 +12,8 @@ import { isolated, PERMISSION_PROFILE, prepareCodexHome } from "./engine/codex-h
 import { EnginePool } from "./engine/pool.js";
 import type { App } from "./http/app-types.js";
 import { IDEMPOTENCY_TTL_SECONDS } from "./http/idempotency.js";
+import { Observability } from "./observability/index.js";
+import { createLogger as createServiceLogger } from "./observability/logging.js";
 import { isPostgresStore, PostgresStore } from "./store/postgres/index.js";
 import { SqliteStore } from "./store/sqlite/index.js";
 import type { Store } from "./store/types.js";
@@ -35,10 +37,13 @@ export interface ServiceOptions {
   store?: Store;
   /** Requests the in-process mock keeps (tests read them); default 0: none, it runs for days. */
   mockCapture?: number | boolean;
+  /** Where the OpenTelemetry settings (OTEL_*: trace export) are read. Default: process.env. */
+  telemetryEnv?: Record<string, string | undefined>;
 }
 
+/** Pretty lines on a terminal, JSON otherwise (`LOG_FORMAT=json|pretty` forces either). */
 export function createLogger(level: string): Logger {
-  return pino({ level, base: { service: "codex-agent-api" } });
+  return createServiceLogger(level);
 }
 
 /** The database the config names: PostgreSQL with `--database-url`, else the embedded SQLite file. */
@@ -87,6 +92,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     ...(config.codexPath ? { codexPath: config.codexPath } : {}),
   });
   const core = createCore(config, { store, engines, logger, clock, ...shared });
+  // Metrics and traces observe from here on (the turns failed by recovery included).
+  const observability = new Observability(core, { env: opts.telemetryEnv ?? process.env, logger });
   // Joined before anything is claimed: a claim by an instance the others do not know looks orphaned.
   await core.cluster.start({
     handle: (op) => core.control.handle(op),
@@ -96,7 +103,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   core.hub.onWrite((sessionId, seq) => core.cluster.published(sessionId, seq));
   await recover(core);
   if (shared.cluster) core.takeover.start();
-  const app = buildApp(core);
+  const app = buildApp(core, observability);
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
@@ -122,6 +129,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         const closing = app.close();
         await core.runner.abortAll("server shutting down");
         await core.hub.drain();
+        await observability.shutdown();
         core.hub.closeAll();
         // Every stream has ended; what is left are idle keep-alive connections (some opened after the close
         // began, answered 503): don't wait for their clients to hang up.
