@@ -685,6 +685,29 @@ describe("EventHub", () => {
       expect((await q).value?.seq).toBe(6);
     });
 
+    it("many live subscribers: the new events are read once for all of them, delivered to each in order", async () => {
+      let reads = 0;
+      const counting = wrap(store, {
+        readEvents: (sid, after, limit) => {
+          reads++;
+          return store.readEvents(sid, after, limit);
+        },
+      });
+      const shared = new EventHub(counting, { now: () => clock });
+      const subs = Array.from({ length: 5 }, () => shared.subscribe("s1"));
+      const nexts = subs.map((s) => take(s, 3));
+      await waitFor(() => subs.every((s) => s.mode === "live"), "live mode");
+      const before = reads;
+      // another instance writes straight into the store
+      await store.appendEvents("s1", [newEvent(typed("y1")), newEvent(typed("y2")), newEvent(typed("y3"))]);
+      shared.notify("s1", 2);
+      shared.notify("s1", 3); // while the first read is in flight: folded into it or read next
+      for (const got of await Promise.all(nexts)) expect(got.map(text)).toEqual(["y1", "y2", "y3"]);
+      expect(reads - before).toBeLessThanOrEqual(2);
+      expect(subs.every((s) => s.lastSeq === 3)).toBe(true);
+      shared.closeAll();
+    });
+
     it("a notify during a replay is not lost", async () => {
       await append(20);
       const sub = hub.subscribe("s1", { pageSize: 10 });

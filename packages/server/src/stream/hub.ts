@@ -247,6 +247,10 @@ export class EventHub {
   private readonly eventListeners: Array<(e: EventRecord) => void> = [];
   /** Sessions whose writes are fenced: the lease epoch of this process's claim of their running turn. */
   private readonly fences = new Map<string, number>();
+  /** The highest seq handed to each session's subscribers (so events read for them are read once). */
+  private readonly fetched = new Map<string, number>();
+  /** Sessions whose new events are being read for their subscribers, with the seq to read up to. */
+  private readonly fetching = new Map<string, number>();
   private readonly now: () => number;
 
   private readonly onListenerError: (err: unknown) => void;
@@ -356,7 +360,42 @@ export class EventHub {
   /** The log of a session has grown up to `seq` elsewhere (another instance): wake its subscribers. */
   notify(sessionId: string, seq: number): void {
     const set = this.subs.get(sessionId);
-    if (set) for (const s of set) s.notify(seq);
+    if (!set || set.size === 0) return;
+    if (set.size === 1) {
+      for (const s of set) s.notify(seq);
+      return;
+    }
+    // Many subscribers: read the new events once for all of them (each would read them itself otherwise).
+    const pending = this.fetching.get(sessionId);
+    this.fetching.set(sessionId, Math.max(seq, pending ?? 0));
+    if (pending === undefined) void this.fetchFor(sessionId);
+  }
+
+  /** Reads what other instances appended to a session, once, and hands it to its subscribers in order. */
+  private async fetchFor(sessionId: string): Promise<void> {
+    for (;;) {
+      const target = this.fetching.get(sessionId) ?? 0;
+      const set = this.subs.get(sessionId);
+      const from = this.fetched.get(sessionId) ?? Math.min(...[...(set ?? [])].map((s) => s.lastSeq));
+      if (!set || set.size === 0 || from >= target) {
+        this.fetching.delete(sessionId);
+        return;
+      }
+      let events: EventRecord[];
+      try {
+        events = await this.store.readEvents(sessionId, from, Math.min(target - from, DEFAULT_PAGE_SIZE));
+      } catch {
+        events = [];
+      }
+      if (events.length === 0) {
+        // Nothing to share (or the read failed): each subscriber reads for itself.
+        this.fetching.delete(sessionId);
+        for (const s of this.subs.get(sessionId) ?? []) s.notify(target);
+        return;
+      }
+      for (const e of events) for (const s of this.subs.get(sessionId) ?? []) s.publish(e);
+      this.fetched.set(sessionId, Math.max(this.fetched.get(sessionId) ?? 0, events.at(-1)!.seq));
+    }
   }
 
   /** Every subscriber reads the store again (wake-ups from other instances may have been lost). */
@@ -394,7 +433,10 @@ export class EventHub {
     const set = this.subs.get(sub.sessionId);
     if (!set) return;
     set.delete(sub);
-    if (set.size === 0) this.subs.delete(sub.sessionId);
+    if (set.size === 0) {
+      this.subs.delete(sub.sessionId);
+      this.fetched.delete(sub.sessionId);
+    }
   }
 
   private enqueue(sessionId: string, job: Job): void {
@@ -442,7 +484,10 @@ export class EventHub {
   private published(sessionId: string, appended: Appended[]): void {
     if (appended.length === 0) return;
     const set = this.subs.get(sessionId);
-    if (set) for (const a of appended) for (const s of set) s.publish(a.event);
+    if (set) {
+      for (const a of appended) for (const s of set) s.publish(a.event);
+      this.fetched.set(sessionId, Math.max(this.fetched.get(sessionId) ?? 0, appended.at(-1)!.event.seq));
+    }
     for (const l of this.eventListeners) {
       for (const a of appended) {
         try {
