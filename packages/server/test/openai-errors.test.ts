@@ -196,19 +196,6 @@ describe("client mistakes and unimplemented endpoints", () => {
       ["vaults.credentials.update", () => a.vaults.credentials.update("cred_1", { vault_id: "vault_1" })],
       ["vaults.credentials.list", () => a.vaults.credentials.list("vault_1")],
       ["vaults.credentials.delete", () => a.vaults.credentials.delete("cred_1", { vault_id: "vault_1" })],
-      ["sessions.subagents.list", () => a.sessions.subagents.list(sid)],
-      ["sessions.subagents.retrieve", () => a.sessions.subagents.retrieve("sub_1", { session_id: sid })],
-      ["sessions.subagents.items.list", () => a.sessions.subagents.items.list("sub_1", { session_id: sid })],
-      ["sessions.subagents.turns.list", () => a.sessions.subagents.turns.list("sub_1", { session_id: sid })],
-      [
-        "sessions.subagents.turns.retrieve",
-        () => a.sessions.subagents.turns.retrieve("turn_1", { session_id: sid, subagent_id: "sub_1" }),
-      ],
-      [
-        "sessions.subagents.turns.items.list",
-        () => a.sessions.subagents.turns.items.list("turn_1", { session_id: sid, subagent_id: "sub_1" }),
-      ],
-      ["sessions.traces.list", () => a.sessions.traces.list(sid)],
     ];
     for (const [what, call] of calls) {
       const before = requests();

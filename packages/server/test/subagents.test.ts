@@ -59,6 +59,30 @@ describe("subagents", () => {
     );
     expect(said).toEqual(["child says hi"]);
 
+    // The subagent's turns resource: the same turn, and its items.
+    const viaSub = (await client.beta.agents.sessions.subagents.turns.list(sub.id, { session_id: s.id }))
+      .data;
+    expect(viaSub.map((t) => t.id)).toEqual([child.id]);
+    expect(
+      await client.beta.agents.sessions.subagents.turns.retrieve(child.id, {
+        session_id: s.id,
+        subagent_id: sub.id,
+      }),
+    ).toEqual(child);
+    const turnItems: AgentSessionItem[] = [];
+    for await (const i of client.beta.agents.sessions.subagents.turns.items.list(child.id, {
+      session_id: s.id,
+      subagent_id: sub.id,
+    })) {
+      turnItems.push(i);
+    }
+    expect(turnItems.map((i) => i.id)).toEqual(childItems.map((i) => i.id));
+    // The root turn is not one of the subagent's.
+    const notHers = await client.beta.agents.sessions.subagents.turns
+      .retrieve(result.turn.id, { session_id: s.id, subagent_id: sub.id })
+      .catch((e: { status?: number }) => e.status);
+    expect(notHers).toBe(404);
+
     // The root turn's own items: the spawn and the wait, addressed to the subagent.
     const rootItems: AgentSessionItem[] = [];
     for await (const i of client.beta.agents.sessions.turns.items.list(result.turn.id, {

@@ -42,10 +42,20 @@ function offered(req: FastifyRequest): string[] {
 
 const OPERATOR: Scope = { projectId: DEFAULT_PROJECT, admin: true };
 
-/** Open to everyone: liveness, and the console's static files (it asks for the key itself). */
+/**
+ * Open to everyone: liveness, the console's static files (it asks for the key itself), and the API's description
+ * (the OpenAPI documents and their docs page: nothing per project).
+ */
 export function isOpenPath(url: string): boolean {
   const path = url.split("?", 1)[0]!;
-  return path === "/health" || path === "/console" || path.startsWith("/console/");
+  return (
+    path === "/health" ||
+    path === "/console" ||
+    path.startsWith("/console/") ||
+    path === "/openapi.json" ||
+    path === "/docs" ||
+    path.startsWith("/docs/")
+  );
 }
 
 export function installAuth(app: FastifyInstance, core: Core): void {

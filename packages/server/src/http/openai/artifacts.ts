@@ -1,6 +1,6 @@
 import { statSync } from "node:fs";
-import { z } from "zod";
 import type { SessionArtifact } from "openai/resources/beta/agents/sessions/artifacts";
+import { z } from "zod";
 import type { Core } from "../../core.js";
 import type { SessionRecord, Store } from "../../store/types.js";
 import * as openai from "../../wire/openai.js";

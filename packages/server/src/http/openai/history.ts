@@ -13,6 +13,7 @@ import { ListQuery, SessionParams, TurnParams } from "../validate.js";
 type ItemFilter = Pick<ItemListOptions, "turn_id" | "turn_ids">;
 
 const SubagentParams = SessionParams.extend({ subagent_id: z.string().min(1).max(200) });
+const SubagentTurnParams = SubagentParams.extend({ turn_id: z.string().min(1).max(200) });
 
 /** The turns a subagent ran. */
 async function subagentTurnIds(store: Store, sessionId: string, subagentId: string): Promise<string[]> {
@@ -165,6 +166,57 @@ function itemRoutes(app: App, core: Core): void {
     async (req) => {
       const s = await sessions.get(req.scope, req.params.session_id);
       return openai.subagentObject(s.id, openai.agentIdOf(s), subagent(s, req.params.subagent_id));
+    },
+  );
+  /** A subagent's turns, oldest first (a subagent runs few). */
+  const subagentTurns = async (s: SessionRecord, subagentId: string) => {
+    const ids = new Set(await subagentTurnIds(store, s.id, subagentId));
+    const turns = [];
+    for (const id of ids) {
+      const t = await store.getTurn(s.id, id);
+      if (t) turns.push(t);
+    }
+    return turns;
+  };
+  app.get(
+    "/v1/agents/sessions/:session_id/subagents/:subagent_id/turns",
+    { schema: { params: SubagentParams, querystring: ListQuery } },
+    async (req) => {
+      const s = await sessions.get(req.scope, req.params.session_id);
+      const a = subagent(s, req.params.subagent_id);
+      const q = req.query;
+      let all = await subagentTurns(s, a.id);
+      if (q.order !== "asc") all = all.reverse();
+      const start = q.after ? all.findIndex((t) => t.id === q.after) + 1 : 0;
+      const limit = q.limit ?? 20;
+      return openai.page({
+        data: all.slice(start, start + limit).map((t) => openai.turnObject(t, openai.agentIdOf(s))),
+        has_more: start + limit < all.length,
+      });
+    },
+  );
+  const subagentTurn = async (s: SessionRecord, subagentId: string, turnId: string) => {
+    const t = await store.getTurn(s.id, turnId);
+    if (!t || t.subagent_id !== subagentId) throw notFound(`Turn ${turnId} not found`, "turn_id");
+    return t;
+  };
+  app.get(
+    "/v1/agents/sessions/:session_id/subagents/:subagent_id/turns/:turn_id",
+    { schema: { params: SubagentTurnParams } },
+    async (req) => {
+      const s = await sessions.get(req.scope, req.params.session_id);
+      const a = subagent(s, req.params.subagent_id);
+      return openai.turnObject(await subagentTurn(s, a.id, req.params.turn_id), openai.agentIdOf(s));
+    },
+  );
+  app.get(
+    "/v1/agents/sessions/:session_id/subagents/:subagent_id/turns/:turn_id/items",
+    { schema: { params: SubagentTurnParams, querystring: ListQuery } },
+    async (req, reply) => {
+      const s = await sessions.get(req.scope, req.params.session_id);
+      const a = subagent(s, req.params.subagent_id);
+      const t = await subagentTurn(s, a.id, req.params.turn_id);
+      return page(req, reply, s, req.query, { turn_id: t.id });
     },
   );
   app.get(
