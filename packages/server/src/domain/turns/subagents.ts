@@ -213,8 +213,15 @@ export class SubagentRecorder {
       const all = { ...((s.extra.subagents as Record<string, SubagentRecord> | undefined) ?? {}) };
       const before = all[id];
       const status = change === "closed" ? "closed" : "active";
-      if (before && before.status === status && change !== "created") return;
-      if (before && change === "created") return;
+      if (before && change === "created") {
+        // Its first turn was seen before the spawn completed: only the instructions are new.
+        if (before.instructions === null && instructions) {
+          all[id] = { ...before, instructions };
+          await tx.updateSession(this.sessionId, { extra: { ...s.extra, subagents: all } });
+        }
+        return;
+      }
+      if (before && before.status === status) return;
       const t = now();
       const next: SubagentRecord = {
         id,
