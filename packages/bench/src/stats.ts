@@ -65,6 +65,28 @@ export function summarize(samples: readonly number[]): Summary {
   };
 }
 
+/**
+ * A row of samples: n, median, p95, p99, and (with `vs`) the ratio of its median to the reference samples' median.
+ */
+export function sampleRow(
+  metric: string,
+  unit: string,
+  samples: readonly number[],
+  vs?: { ref: readonly number[]; name: string },
+): Row {
+  const s = summarize(samples);
+  return {
+    metric,
+    unit,
+    n: s.n,
+    median: s.median,
+    p95: s.p95,
+    p99: s.p99,
+    ratio: vs ? ratio(s.median, median(vs.ref)) : null,
+    vs: vs?.name ?? null,
+  };
+}
+
 /** One line of a scenario table. `null` / undefined cells print as "—". */
 export interface Row {
   metric: string;

@@ -18,7 +18,7 @@ import type { FanoutMessage } from "../fanout-worker.js";
 import { OFFICIAL, seqOf } from "../http.js";
 import { isAlive, now } from "../proc.js";
 import { type ServerProcess, startServer } from "../server.js";
-import { median, percentile, type Row, ratio, summarize } from "../stats.js";
+import { median, percentile, type Row, ratio, sampleRow } from "../stats.js";
 import { runWorker } from "./fanout.js";
 
 const ADMIN_URL = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
@@ -46,10 +46,10 @@ async function createDatabase(ctx: Context): Promise<string> {
   return url.toString();
 }
 
-const row = (metric: string, unit: string, samples: number[], extra: Partial<Row> = {}): Row => {
-  const s = summarize(samples);
-  return { metric, unit, n: s.n, median: s.median, p95: s.p95, p99: percentile(samples, 99), ...extra };
-};
+const row = (metric: string, unit: string, samples: number[], extra: Partial<Row> = {}): Row => ({
+  ...sampleRow(metric, unit, samples),
+  ...extra,
+});
 
 /** created_at (epoch ms) of a session's events, by seq. */
 async function createdAt(dbUrl: string, sessionId: string): Promise<Map<number, number>> {

@@ -10,7 +10,7 @@ import type { CapturedRequest } from "@codex-agent-api/testkit";
 import { COMPLETED, type Context, type Scenario, TERMINAL } from "../context.js";
 import { OFFICIAL } from "../http.js";
 import { now } from "../proc.js";
-import { median, type Row, ratio, summarize } from "../stats.js";
+import { median, type Row, ratio, sampleRow } from "../stats.js";
 
 const TOOL = {
   type: "function" as const,
@@ -22,18 +22,8 @@ const OUTPUT = "sunny";
 const prompt = (i: number) =>
   `Call the function get_weather with arguments {"city":"c${i}"}. Then reply with its output`;
 
-const row = (metric: string, samples: number[], vs?: { ref: number[]; name: string }): Row => {
-  const s = summarize(samples);
-  return {
-    metric,
-    unit: "ms",
-    n: s.n,
-    median: s.median,
-    p95: s.p95,
-    ratio: vs ? ratio(s.median, median(vs.ref)) : null,
-    vs: vs?.name ?? null,
-  };
-};
+const row = (metric: string, samples: number[], vs?: { ref: number[]; name: string }): Row =>
+  sampleRow(metric, "ms", samples, vs);
 
 /** Resolves with the time the mock receives the request that carries the output of `callId`. */
 function outputArrival(ctx: Context, callId: () => string | null): { at: Promise<number>; stop: () => void } {

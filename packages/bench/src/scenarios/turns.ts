@@ -14,20 +14,9 @@ import {
   templateTurn,
 } from "../context.js";
 import { cpuMs, now } from "../proc.js";
-import { median, type Row, ratio, summarize } from "../stats.js";
+import { median, type Row, ratio, sampleRow } from "../stats.js";
 
-const row = (metric: string, unit: string, samples: number[], vs?: { ref: number[]; name: string }): Row => {
-  const s = summarize(samples);
-  return {
-    metric,
-    unit,
-    n: s.n,
-    median: s.median,
-    p95: s.p95,
-    ratio: vs ? ratio(s.median, median(vs.ref)) : null,
-    vs: vs?.name ?? null,
-  };
-};
+const row = sampleRow;
 
 async function sdkTurn(thread: Thread) {
   const t0 = now();
