@@ -128,15 +128,15 @@ export const cluster: Scenario = {
     const path = `/v1/agents/sessions/${onPg.id}`;
     const rps: number[] = [];
     for (const k of [1, 2, 3]) rps.push(await readThroughput([p1, p2, p3].slice(0, k), path, seconds));
-    rps.forEach((r, i) =>
+    for (const [i, r] of rps.entries()) {
       rows.push({
         metric: `GET session, load over ${i + 1} instance(s)`,
         unit: "req/s",
         median: r,
         ratio: i === 0 ? null : ratio(r, rps[0]!),
         vs: i === 0 ? null : "1 instance",
-      }),
-    );
+      });
+    }
     data.readRps = rps;
 
     // 3. Cross-instance delivery: one subscriber on the owner, one on another instance.
