@@ -303,7 +303,6 @@ export const goal: Scenario = {
     const templateId = await createTemplateSession(rig.server);
     const official = await OfficialSession.open(rig.server);
     const thread = await rig.codex.startThread(rig.threadOptions);
-    const legacyThread = await rig.legacy.codex.startThread(rig.legacy.threadOptions);
     const expectDrained = (what: string) => {
       const left = ctx.mock.pending();
       if (left !== 0) {
