@@ -38,6 +38,18 @@ export interface Config {
   allowedHosts: string[];
   /** Browser origins allowed besides the service's own (`scheme://host[:port]`). */
   corsOrigins: string[];
+  // Automations and webhooks.
+  /** The key sealing secrets at rest (AGENT_SECRET_KEY: 32 bytes as base64 or hex), or a file holding it. */
+  secretKey: string | null;
+  secretKeyFile: string | null;
+  /** Webhook targets on loopback, private, link-local (…) addresses are refused unless this is set. */
+  webhookAllowPrivate: boolean;
+  /** Webhook URLs must be https:// unless this is set. */
+  webhookAllowHttp: boolean;
+  /** How long a failing webhook delivery is retried (seconds after its event). */
+  webhookRetrySeconds: number;
+  /** How often each instance looks for due automations and deliveries (ms). */
+  automationPollMs: number;
   /** Requests per minute per API key (or client address without a key); 0 = no limit. */
   rateLimitPerMinute: number;
   maxSessions: number;
@@ -94,6 +106,17 @@ Options (environment variable in brackets):
   --cors-origin <origin>     allow this browser origin, repeatable (AGENT_CORS_ORIGINS, comma-separated)
   --rate-limit <n>           requests per minute per API key, 0 = off (AGENT_RATE_LIMIT; default off on a
                              loopback bind, 600 otherwise)
+  --secret-key-file <file>   the key sealing webhook signing secrets at rest: 32 bytes, base64 or hex
+                             (AGENT_SECRET_KEY_FILE; or AGENT_SECRET_KEY holding the key itself); neither: one is
+                             generated into <data-dir>/secret.key (mode 0600). Instances sharing a database need
+                             the same key
+  --webhook-allow-private    deliver webhooks to loopback, private and link-local addresses
+                             (AGENT_WEBHOOK_ALLOW_PRIVATE=1; default off: refused, checked on the address connected to)
+  --webhook-allow-http       deliver webhooks to http:// URLs too, not only https:// (AGENT_WEBHOOK_ALLOW_HTTP=1)
+  --webhook-retry-hours <n>  retry a failing webhook delivery this long after its event (AGENT_WEBHOOK_RETRY_HOURS,
+                             default 72)
+                             (AGENT_AUTOMATION_POLL_MS: how often due automations and deliveries are looked for,
+                             default 1000)
   --max-sessions <n>         stored sessions cap, 429 beyond (AGENT_MAX_SESSIONS, default 1000)
   --session-ttl <seconds>    delete sessions idle this long, 0 = never (AGENT_SESSION_TTL, default 0)
   --turn-timeout <seconds>   per-turn timeout (AGENT_TURN_TIMEOUT, default 300)
@@ -173,6 +196,10 @@ export function loadConfig(
       "insecure-no-auth": { type: "boolean" },
       "allowed-host": { type: "string", multiple: true },
       "cors-origin": { type: "string", multiple: true },
+      "secret-key-file": { type: "string" },
+      "webhook-allow-private": { type: "boolean" },
+      "webhook-allow-http": { type: "boolean" },
+      "webhook-retry-hours": { type: "string" },
       "rate-limit": { type: "string" },
       "max-sessions": { type: "string" },
       "session-ttl": { type: "string" },
@@ -237,6 +264,23 @@ export function loadConfig(
     host,
     allowedHosts,
     corsOrigins,
+    secretKey: env.AGENT_SECRET_KEY || null,
+    secretKeyFile: (() => {
+      const file = values["secret-key-file"] || env.AGENT_SECRET_KEY_FILE;
+      return file ? abs(file) : null;
+    })(),
+    webhookAllowPrivate: values["webhook-allow-private"] ?? env.AGENT_WEBHOOK_ALLOW_PRIVATE === "1",
+    webhookAllowHttp: values["webhook-allow-http"] ?? env.AGENT_WEBHOOK_ALLOW_HTTP === "1",
+    webhookRetrySeconds:
+      3600 *
+      int(
+        "--webhook-retry-hours",
+        values["webhook-retry-hours"] ?? env.AGENT_WEBHOOK_RETRY_HOURS,
+        72,
+        1,
+        720,
+      ),
+    automationPollMs: int("AGENT_AUTOMATION_POLL_MS", env.AGENT_AUTOMATION_POLL_MS, 1000, 50, 60_000),
     rateLimitPerMinute: int(
       "--rate-limit",
       values["rate-limit"] ?? env.AGENT_RATE_LIMIT,

@@ -7,6 +7,9 @@ import { LocalCluster, localRollouts } from "./cluster/local.js";
 import type { Cluster, Rollouts } from "./cluster/types.js";
 import type { Config } from "./config.js";
 import { AgentService } from "./domain/agents.js";
+import { AutomationDeliverer } from "./domain/automations/deliverer.js";
+import { AutomationScheduler } from "./domain/automations/scheduler.js";
+import { AutomationService } from "./domain/automations/service.js";
 import { GoalBook } from "./domain/goals/book.js";
 import { GoalService } from "./domain/goals/service.js";
 import { KeyService } from "./domain/keys.js";
@@ -15,10 +18,15 @@ import { SessionService } from "./domain/sessions.js";
 import { TurnControl } from "./domain/turns/control.js";
 import { TurnRunner } from "./domain/turns/runner.js";
 import { Takeover } from "./domain/turns/takeover.js";
+import { WebhookDeliverer } from "./domain/webhooks/deliverer.js";
+import type { Sealer } from "./domain/webhooks/events.js";
+import { WebhookService } from "./domain/webhooks/service.js";
+import { BackgroundWorkers } from "./domain/workers.js";
 import type { Engines } from "./engine/types.js";
 import type { Store } from "./store/types.js";
 import { EventHub } from "./stream/hub.js";
 import { type Clock, systemClock } from "./util/clock.js";
+import { LazySecretBox, loadSecretKey } from "./util/secrets.js";
 
 export interface Infrastructure {
   store: Store;
@@ -28,6 +36,8 @@ export interface Infrastructure {
   /** The other instances on the same database (default: none, the embedded store's single instance). */
   cluster?: Cluster;
   rollouts?: Rollouts;
+  /** Seals secrets at rest (default: the service's secret key, see util/secrets.ts). */
+  secrets?: Sealer;
 }
 
 export interface Core {
@@ -48,6 +58,12 @@ export interface Core {
   goals: GoalService;
   messages: MessageService;
   keys: KeyService;
+  /** Schedules that start or notify sessions (official automations). */
+  automations: AutomationService;
+  /** Where sessions' lifecycle events are sent (official webhook endpoints). */
+  webhooks: WebhookService;
+  /** Firing automations, delivering their invocations and the webhook outbox (started by the service). */
+  workers: BackgroundWorkers;
 }
 
 export function createCore(config: Config, infra: Infrastructure): Core {
@@ -75,6 +91,15 @@ export function createCore(config: Config, infra: Infrastructure): Core {
   const takeover = new Takeover({ cluster, runner, book, logger });
   const messages = new MessageService({ store, runner, control, goals });
   const keys = new KeyService(store, clock);
+  const { automations, webhooks, workers } = automationsAndWebhooks(config, {
+    ...infra,
+    clock,
+    cluster,
+    hub,
+    runner,
+    agents,
+    sessions,
+  });
   return {
     config,
     logger,
@@ -91,6 +116,9 @@ export function createCore(config: Config, infra: Infrastructure): Core {
     goals,
     messages,
     keys,
+    automations,
+    webhooks,
+    workers,
   };
 }
 
@@ -107,4 +135,85 @@ export async function recover(core: Core): Promise<void> {
   const fixed = await runner.recover();
   if (fixed) logger.warn({ sessions: fixed }, "marked turns interrupted by the last shutdown as failed");
   await goals.pauseAfterRestart(async (id) => (await store.getSession(id))?.thread_id ?? null);
+}
+
+/** Automations and webhooks: their API services and background workers, woken by what they wait for. */
+function automationsAndWebhooks(
+  config: Config,
+  deps: Infrastructure & {
+    clock: Clock;
+    cluster: Cluster;
+    hub: EventHub;
+    runner: TurnRunner;
+    agents: AgentService;
+    sessions: SessionService;
+  },
+) {
+  const { store, clock, logger, cluster, hub, runner, sessions } = deps;
+  const secrets =
+    deps.secrets ??
+    new LazySecretBox(
+      () => loadSecretKey({ key: config.secretKey, keyFile: config.secretKeyFile, dataDir: config.dataDir }),
+      ({ origin, path, warning }) => {
+        if (origin === "generated") {
+          logger.warn(
+            { path },
+            "generated a secret key for secrets at rest (keep it: without it they are lost)",
+          );
+        }
+        if (warning) logger.warn(warning);
+        if (config.databaseUrl && (origin === "generated" || origin === "data-dir")) {
+          logger.warn(
+            "instances sharing a database must share the secret key: set the same AGENT_SECRET_KEY (or " +
+              "--secret-key-file) on each",
+          );
+        }
+      },
+    );
+  const policy = { allowPrivate: config.webhookAllowPrivate, allowHttp: config.webhookAllowHttp };
+  const pollMs = config.automationPollMs;
+  const invocations = new AutomationDeliverer({
+    store,
+    clock,
+    logger,
+    config,
+    sessions,
+    runner,
+    instanceId: cluster.instanceId,
+    pollMs,
+  });
+  const scheduler = new AutomationScheduler({
+    store,
+    clock,
+    logger,
+    pollMs,
+    onQueued: () => invocations.kick(),
+  });
+  const webhookDeliverer = new WebhookDeliverer({
+    store,
+    clock,
+    logger,
+    secrets,
+    policy,
+    instanceId: cluster.instanceId,
+    pollMs,
+    retrySeconds: config.webhookRetrySeconds,
+  });
+  // A session became idle here: an invocation waiting for it is delivered now. A webhook event was written: sent now.
+  runner.onIdle(() => invocations.kick());
+  hub.onEvent((e) => {
+    if (e.type === "session.created" || e.type === "session.status") webhookDeliverer.kick();
+  });
+  return {
+    automations: new AutomationService({
+      store,
+      clock,
+      agents: deps.agents,
+      sessions,
+      allowMcpStdio: config.allowMcpStdio,
+      onQueued: () => invocations.kick(),
+    }),
+    webhooks: new WebhookService({ store, clock, secrets, policy }),
+    workers: new BackgroundWorkers(scheduler, invocations, webhookDeliverer),
+  };
 }

@@ -109,6 +109,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   const port = typeof address === "object" && address ? address.port : config.port;
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;
   core.sessions.startExpiry();
+  // Automations and webhooks, on every instance: fire due occurrences, deliver invocations and the webhook outbox.
+  core.workers.start();
   const housekeeping = clock.every(HOUSEKEEPING_MS, () => {
     store.expireIdempotency(clock.now() - IDEMPOTENCY_TTL_SECONDS).catch((err: unknown) => {
       logger.warn({ err: String(err) }, "idempotency expiry failed");
@@ -126,6 +128,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         housekeeping.cancel();
         core.takeover.stop();
         core.sessions.stopExpiry();
+        // No automation starts a turn and no webhook is sent from here on (what was in flight is redone later).
+        await core.workers.stop();
         const closing = app.close();
         await core.runner.abortAll("server shutting down");
         await core.hub.drain();

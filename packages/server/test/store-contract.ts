@@ -6,9 +6,12 @@ import type { ThreadItem } from "@codex-agent-api/codex";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type {
   AgentRecord,
+  AutomationRecord,
+  AutomationTarget,
   GoalRecord,
   GoalStatus,
   IdempotencyRecord,
+  InvocationRecord,
   ItemRecord,
   KeyRecord,
   LogEvent,
@@ -17,6 +20,7 @@ import type {
   Store,
   TurnRecord,
   Usage,
+  WebhookEndpointRecord,
 } from "../src/store/types.js";
 import { FencedError } from "../src/store/types.js";
 
@@ -179,6 +183,95 @@ export const finishItem = (
 });
 
 export const ids = <T extends { id: string }>(rows: T[]) => rows.map((r) => r.id);
+
+export const newSessionTarget = (): AutomationTarget => ({
+  type: "new_session",
+  agent_id: null,
+  agent: { model: "gpt-test" },
+  environment: { type: "none" },
+  input: [{ type: "message", role: "user", content: [{ type: "input_text", text: "hello" }] }],
+  metadata: { k: "v" },
+  vault_ids: [],
+});
+
+export const existingTarget = (session_id: string): AutomationTarget => ({
+  type: "existing_session",
+  session_id,
+  instructions: "check in",
+});
+
+export const automation = (
+  id: string,
+  created_at = 1000,
+  over: Partial<AutomationRecord> = {},
+): AutomationRecord => ({
+  id,
+  project_id: P1,
+  created_at,
+  updated_at: created_at,
+  name: `automation ${id}`,
+  metadata: {},
+  type: "periodic",
+  expression: "30 2 * * *",
+  timezone: "Europe/Paris",
+  run_at: null,
+  status: "active",
+  next_run_at: 5000,
+  target: newSessionTarget(),
+  created_by: { type: "developer" },
+  ...over,
+});
+
+export const invocation = (
+  id: string,
+  automation_id: string,
+  scheduled_at: number | null,
+  over: Partial<InvocationRecord> = {},
+): InvocationRecord => ({
+  id,
+  automation_id,
+  project_id: P1,
+  created_at: scheduled_at ?? 1000,
+  scheduled_at,
+  source: scheduled_at === null ? "manual" : "automation",
+  snapshot: null,
+  target: newSessionTarget(),
+  status: "queued",
+  skip_reason: null,
+  session_id: null,
+  error: null,
+  claims: 0,
+  next_attempt_at: scheduled_at ?? 1000,
+  lease_owner: null,
+  lease_until: null,
+  completed_at: null,
+  ...over,
+});
+
+export const endpoint = (
+  id: string,
+  created_at = 1000,
+  over: Partial<WebhookEndpointRecord> = {},
+): WebhookEndpointRecord => ({
+  id,
+  project_id: P1,
+  created_at,
+  updated_at: created_at,
+  name: `endpoint ${id}`,
+  url: "https://example.com/hook",
+  event_types: [
+    "agent.session.created",
+    "agent.session.in_progress",
+    "agent.session.action_required",
+    "agent.session.idle",
+    "agent.session.failed",
+  ],
+  secret: `sealed-${id}`,
+  secret_hint: "whsec_…abcd",
+  old_secret: null,
+  old_secret_expires_at: null,
+  ...over,
+});
 
 export function storeContract(
   name: string,
@@ -1206,6 +1299,339 @@ export function storeContract(
         const firstOf = new Map(got.map((g, k) => [`i${k + 1}`, g.first]));
         const byLog = [...stored].sort((x, y) => firstOf.get(x.id)! - firstOf.get(y.id)!);
         expect(byLog.map((i) => i.ordinal)).toEqual([0, 1, 2, 3]);
+      });
+    });
+
+    describe("automations", () => {
+      it("inserts, gets, patches, lists by project and by target session, deletes with its invocations", async () => {
+        const a1 = automation("auto_1", 10);
+        const a2 = automation("auto_2", 20, { target: existingTarget("sess_x") });
+        const a3 = automation("auto_3", 30, { project_id: P2 });
+        for (const a of [a1, a2, a3]) await store.insertAutomation(a);
+        expect(await store.getAutomation("auto_1")).toEqual(a1);
+        expect(await store.getAutomation("nope")).toBeUndefined();
+        expect(ids((await store.listAutomations({ project_id: P1 })).data)).toEqual(["auto_2", "auto_1"]);
+        expect(ids((await store.listAutomations({ project_id: P1, order: "asc", limit: 1 })).data)).toEqual([
+          "auto_1",
+        ]);
+        expect(ids((await store.listAutomations({ project_id: P1, session_id: "sess_x" })).data)).toEqual([
+          "auto_2",
+        ]);
+        // a new target moves the session filter with it
+        const moved = await store.updateAutomation("auto_1", {
+          target: existingTarget("sess_x"),
+          status: "paused",
+          next_run_at: null,
+        });
+        expect(moved).toEqual({
+          ...a1,
+          target: existingTarget("sess_x"),
+          status: "paused",
+          next_run_at: null,
+        });
+        expect(ids((await store.listAutomations({ project_id: P1, session_id: "sess_x" })).data)).toEqual([
+          "auto_2",
+          "auto_1",
+        ]);
+        await store.updateAutomation("auto_2", { target: newSessionTarget() });
+        expect(ids((await store.listAutomations({ project_id: P1, session_id: "sess_x" })).data)).toEqual([
+          "auto_1",
+        ]);
+        expect(await store.insertInvocation(invocation("ainv_1", "auto_1", 100))).toBe(true);
+        expect(await store.deleteAutomation("auto_1")).toBe(true);
+        expect(await store.deleteAutomation("auto_1")).toBe(false);
+        expect(await store.getInvocation("ainv_1")).toBeUndefined();
+        expect(await store.getAutomation("auto_3")).toEqual(a3);
+      });
+
+      it("lockDueAutomations: active ones due by now, earliest first, at most limit", async () => {
+        await store.insertAutomation(automation("auto_late", 1, { next_run_at: 500 }));
+        await store.insertAutomation(automation("auto_early", 2, { next_run_at: 100 }));
+        await store.insertAutomation(automation("auto_future", 3, { next_run_at: 5000 }));
+        await store.insertAutomation(automation("auto_paused", 4, { next_run_at: 50, status: "paused" }));
+        await store.insertAutomation(automation("auto_done", 5, { next_run_at: null, status: "completed" }));
+        const due = await store.transaction((tx) => tx.lockDueAutomations(1000, 10));
+        expect(ids(due)).toEqual(["auto_early", "auto_late"]);
+        expect(ids(await store.transaction((tx) => tx.lockDueAutomations(1000, 1)))).toEqual(["auto_early"]);
+        expect(await store.transaction((tx) => tx.lockDueAutomations(99, 10))).toEqual([]);
+      });
+
+      it("one invocation per (automation, scheduled_at); manual runs are unconstrained", async () => {
+        await store.insertAutomation(automation("auto_1"));
+        const first = invocation("ainv_1", "auto_1", 100);
+        expect(await store.insertInvocation(first)).toBe(true);
+        expect(await store.insertInvocation(invocation("ainv_2", "auto_1", 100))).toBe(false);
+        expect(await store.getInvocation("ainv_2")).toBeUndefined();
+        expect(await store.insertInvocation(invocation("ainv_3", "auto_1", 200))).toBe(true);
+        expect(await store.insertInvocation(invocation("ainv_4", "auto_1", null))).toBe(true);
+        expect(await store.insertInvocation(invocation("ainv_5", "auto_1", null))).toBe(true);
+        expect(await store.getInvocation("ainv_1")).toEqual(first);
+        const page = await store.listInvocations("auto_1", { order: "asc" });
+        expect(ids(page.data)).toEqual(["ainv_1", "ainv_3", "ainv_4", "ainv_5"]);
+        expect(await store.hasQueuedInvocation("auto_1")).toBe(true);
+        expect(await store.hasQueuedInvocation("auto_other")).toBe(false);
+      });
+
+      it("concurrent ticks fire each due occurrence once", async () => {
+        for (let i = 0; i < 5; i++)
+          await store.insertAutomation(automation(`auto_${i}`, i, { next_run_at: 100 }));
+        const tick = (n: number) =>
+          store.transaction(async (tx) => {
+            const due = await tx.lockDueAutomations(1000, 100);
+            for (const a of due) {
+              await new Promise<void>((r) => setImmediate(r));
+              await tx.insertInvocation(invocation(`ainv_${n}_${a.id}`, a.id, 100));
+              await tx.updateAutomation(a.id, { next_run_at: 2000 });
+            }
+            return due.length;
+          });
+        const fired = await Promise.all([tick(1), tick(2), tick(3)]);
+        expect(fired.reduce((x, y) => x + y, 0)).toBe(5);
+        for (let i = 0; i < 5; i++) {
+          expect((await store.listInvocations(`auto_${i}`, {})).data).toHaveLength(1);
+        }
+      });
+
+      it("claims due, unleased invocations; leases expire; a paused automation holds its scheduled ones", async () => {
+        await store.insertAutomation(automation("auto_1"));
+        await store.insertAutomation(automation("auto_p", 2, { status: "paused" }));
+        await store.insertInvocation(invocation("ainv_a", "auto_1", 100, { next_attempt_at: 100 }));
+        await store.insertInvocation(invocation("ainv_b", "auto_1", 200, { next_attempt_at: 200 }));
+        await store.insertInvocation(invocation("ainv_later", "auto_1", 300, { next_attempt_at: 5000 }));
+        await store.insertInvocation(invocation("ainv_held", "auto_p", 100, { next_attempt_at: 100 }));
+        await store.insertInvocation(invocation("ainv_manual", "auto_p", null, { next_attempt_at: 150 }));
+        await store.insertInvocation(
+          invocation("ainv_done", "auto_1", 50, { status: "completed", next_attempt_at: 50 }),
+        );
+        const got = await store.claimInvocations(1000, "inst_a", 1060, 10);
+        expect(ids(got)).toEqual(["ainv_a", "ainv_manual", "ainv_b"]);
+        expect(got.every((i) => i.lease_owner === "inst_a" && i.lease_until === 1060 && i.claims === 1)).toBe(
+          true,
+        );
+        // leased: nobody else gets them until the lease expires
+        expect(await store.claimInvocations(1010, "inst_b", 1070, 10)).toEqual([]);
+        const again = await store.claimInvocations(1061, "inst_b", 1121, 1);
+        expect(ids(again)).toEqual(["ainv_a"]);
+        expect(again[0]!.claims).toBe(2);
+        // only the lease holder records an outcome; a status other than queued releases the lease
+        expect(await store.updateClaimedInvocation("ainv_a", "inst_a", { status: "failed" })).toBeUndefined();
+        expect(
+          await store.updateClaimedInvocation("ainv_a", "inst_b", { session_id: "sess_1" }),
+        ).toMatchObject({
+          session_id: "sess_1",
+          lease_owner: "inst_b",
+          status: "queued",
+        });
+        const done = await store.updateClaimedInvocation("ainv_a", "inst_b", {
+          status: "completed",
+          completed_at: 1062,
+          error: null,
+        });
+        expect(done).toMatchObject({
+          status: "completed",
+          lease_owner: null,
+          lease_until: null,
+          completed_at: 1062,
+        });
+        // back to the queue for later: released, claimable once due
+        await store.updateClaimedInvocation("ainv_b", "inst_a", { next_attempt_at: 2000 });
+        expect(await store.getInvocation("ainv_b")).toMatchObject({ lease_owner: null, status: "queued" });
+        // (inst_a's lease of the manual run has expired by now: it is claimable again)
+        expect(ids(await store.claimInvocations(1100, "inst_c", 1160, 10))).toEqual(["ainv_manual"]);
+        await store.updateClaimedInvocation("ainv_manual", "inst_c", {
+          status: "completed",
+          completed_at: 1100,
+        });
+        expect(ids(await store.claimInvocations(5000, "inst_c", 5060, 10))).toEqual(["ainv_b", "ainv_later"]);
+        // resumed: the held invocation is claimable
+        await store.updateAutomation("auto_p", { status: "active" });
+        expect(ids(await store.claimInvocations(5000, "inst_c", 5060, 10))).toEqual(["ainv_held"]);
+      });
+
+      it("concurrent claims never hand out an invocation twice", async () => {
+        await store.insertAutomation(automation("auto_1"));
+        for (let i = 0; i < 20; i++) {
+          await store.insertInvocation(invocation(`ainv_${i}`, "auto_1", i, { next_attempt_at: i }));
+        }
+        const got = await Promise.all(
+          ["a", "b", "c", "d"].map((o) => store.claimInvocations(1000, `inst_${o}`, 1060, 7)),
+        );
+        const all = got.flat().map((i) => i.id);
+        expect(all).toHaveLength(20);
+        expect(new Set(all).size).toBe(20);
+      });
+
+      it("finds the session a new-session invocation created, by its tag", async () => {
+        await store.insertSession(session("s_tagged", 1, { extra: { automation_invocation_id: "ainv_9" } }));
+        await store.insertSession(session("s_other", 2, { extra: { automation_invocation_id: "ainv_8" } }));
+        expect(await store.findInvocationSession(P1, "ainv_9")).toBe("s_tagged");
+        expect(await store.findInvocationSession(P2, "ainv_9")).toBeUndefined();
+        expect(await store.findInvocationSession(P1, "ainv_7")).toBeUndefined();
+      });
+    });
+
+    describe("webhook endpoints and the outbox", () => {
+      const statusEvent = (s: SessionRecord, created_at = 1000.5): NewEvent => ({
+        event: { type: "session.status", data: { session: s } },
+        turn_id: null,
+        created_at,
+      });
+
+      it("inserts, gets, patches, lists newest first per project, deletes", async () => {
+        const e1 = endpoint("whe_1", 10);
+        const e2 = endpoint("whe_2", 20);
+        const e3 = endpoint("whe_3", 30, { project_id: P2 });
+        for (const e of [e1, e2, e3]) await store.insertWebhookEndpoint(e);
+        expect(await store.getWebhookEndpoint("whe_1")).toEqual(e1);
+        expect(ids((await store.listWebhookEndpoints({ project_id: P1 })).data)).toEqual(["whe_2", "whe_1"]);
+        expect(ids((await store.listWebhookEndpoints({ project_id: P1, after: "whe_2" })).data)).toEqual([
+          "whe_1",
+        ]);
+        const patched = await store.updateWebhookEndpoint("whe_1", {
+          event_types: ["agent.session.idle"],
+          old_secret: "sealed-old",
+          old_secret_expires_at: 99,
+        });
+        expect(patched).toEqual({
+          ...e1,
+          event_types: ["agent.session.idle"],
+          old_secret: "sealed-old",
+          old_secret_expires_at: 99,
+        });
+        expect(await store.deleteWebhookEndpoint("whe_1")).toBe(true);
+        expect(await store.deleteWebhookEndpoint("whe_1")).toBe(false);
+        expect(await store.getWebhookEndpoint("whe_1")).toBeUndefined();
+      });
+
+      it("an appended session event writes one delivery per subscribed endpoint of the session's project", async () => {
+        await store.insertWebhookEndpoint(endpoint("whe_all", 1));
+        await store.insertWebhookEndpoint(endpoint("whe_idle", 2, { event_types: ["agent.session.idle"] }));
+        await store.insertWebhookEndpoint(endpoint("whe_p2", 3, { project_id: P2 }));
+        const s = session("s1");
+        await store.insertSession(s);
+        await store.appendEvents("s1", [
+          { event: { type: "session.created", data: { session: s } }, turn_id: null, created_at: 1000.25 },
+          newEvent(delta()),
+          statusEvent({ ...s, status: "in_progress" }),
+        ]);
+        await store.appendEvents("s1", [
+          statusEvent(
+            {
+              ...s,
+              status: "requires_action",
+              required_actions: [
+                {
+                  type: "function_call",
+                  id: "call_1",
+                  turn_id: "t1",
+                  name: "f",
+                  arguments: "{}",
+                  created_at: 1,
+                },
+              ],
+            },
+            1001,
+          ),
+          statusEvent({ ...s, status: "idle" }, 1002),
+        ]);
+        const all = (await store.listWebhookDeliveries("whe_all", { order: "asc" })).data;
+        expect(all.map((d) => d.event_type)).toEqual([
+          "agent.session.created",
+          "agent.session.in_progress",
+          "agent.session.action_required",
+          "agent.session.idle",
+        ]);
+        expect(all[0]).toMatchObject({
+          endpoint_id: "whe_all",
+          project_id: P1,
+          session_id: "s1",
+          status: "pending",
+          attempts: 0,
+          event_created_at: 1000.25,
+          next_attempt_at: 1000.25,
+          data: { id: "s1", environment_type: "self_hosted", environment_id: "env_local" },
+          attempt_log: [],
+        });
+        expect(all[2]!.data).toEqual({ id: "s1", required_action: { type: "function_call" } });
+        expect(new Set(all.map((d) => d.event_id)).size).toBe(4);
+        const idle = (await store.listWebhookDeliveries("whe_idle", {})).data;
+        expect(idle.map((d) => d.event_type)).toEqual(["agent.session.idle"]);
+        // the same event for every endpoint
+        expect(idle[0]!.event_id).toBe(all[3]!.event_id);
+        expect((await store.listWebhookDeliveries("whe_p2", {})).data).toEqual([]);
+        expect(await store.getWebhookDelivery(all[1]!.id)).toEqual(all[1]);
+        expect(
+          ids((await store.listWebhookDeliveries("whe_all", { status: "pending", limit: 2 })).data),
+        ).toEqual([all[3]!.id, all[2]!.id]);
+      });
+
+      it("no event, no delivery: a rolled-back append leaves no outbox row, nor a fenced one", async () => {
+        await store.insertWebhookEndpoint(endpoint("whe_1", 1));
+        const s = session("s1", 1, { lease_epoch: 3 });
+        await store.insertSession(s);
+        await expect(
+          store.transaction(async (tx) => {
+            await tx.appendEvents("s1", [statusEvent(s)]);
+            throw new Error("rolled back");
+          }),
+        ).rejects.toThrow("rolled back");
+        await expect(store.appendEvents("s1", [statusEvent(s)], 2)).rejects.toBeInstanceOf(FencedError);
+        expect((await store.listWebhookDeliveries("whe_1", {})).data).toEqual([]);
+        expect(await store.readEvents("s1", 0, 10)).toEqual([]);
+        await store.appendEvents("s1", [statusEvent(s)], 3);
+        expect((await store.listWebhookDeliveries("whe_1", {})).data).toHaveLength(1);
+      });
+
+      it("claims due deliveries once, records attempts for the lease holder, deletes them with the endpoint", async () => {
+        await store.insertWebhookEndpoint(endpoint("whe_1", 1));
+        const s = session("s1");
+        await store.insertSession(s);
+        await store.appendEvents("s1", [statusEvent(s, 100), statusEvent(s, 200)]);
+        const [d1, d2] = (await store.listWebhookDeliveries("whe_1", { order: "asc" })).data;
+        const claims = await Promise.all([
+          store.claimWebhookDeliveries(300, "inst_a", 360, 10),
+          store.claimWebhookDeliveries(300, "inst_b", 360, 10),
+        ]);
+        const claimed = claims.flat();
+        expect(claimed.map((d) => d.id).sort()).toEqual([d1!.id, d2!.id].sort());
+        expect(claimed.every((d) => d.attempts === 1 && d.lease_until === 360)).toBe(true);
+        const ownerOf = (id: string) => claimed.find((d) => d.id === id)!.lease_owner!;
+        await store.updateClaimedWebhookDelivery(d2!.id, ownerOf(d2!.id), {
+          status: "delivered",
+          delivered_at: 301,
+        });
+        const attempt = { at: 301, status_code: 500, error: "answered 500", duration_ms: 12 };
+        expect(
+          await store.updateClaimedWebhookDelivery(d1!.id, "inst_nobody", { status: "delivered" }),
+        ).toBeUndefined();
+        const retried = await store.updateClaimedWebhookDelivery(d1!.id, ownerOf(d1!.id), {
+          next_attempt_at: 400,
+          last_attempt_at: 301,
+          last_status_code: 500,
+          last_error: "answered 500",
+          attempt_log: [attempt],
+        });
+        expect(retried).toMatchObject({
+          status: "pending",
+          lease_owner: null,
+          next_attempt_at: 400,
+          last_status_code: 500,
+          attempt_log: [attempt],
+        });
+        expect(await store.claimWebhookDeliveries(399, "inst_c", 459, 10)).toEqual([]);
+        const again = await store.claimWebhookDeliveries(400, "inst_c", 460, 10);
+        expect(again.map((d) => [d.id, d.attempts])).toEqual([[d1!.id, 2]]);
+        await store.updateClaimedWebhookDelivery(d1!.id, "inst_c", {
+          status: "delivered",
+          delivered_at: 401,
+        });
+        expect(await store.getWebhookDelivery(d1!.id)).toMatchObject({
+          status: "delivered",
+          delivered_at: 401,
+        });
+        expect(await store.claimWebhookDeliveries(10_000, "inst_c", 10_060, 10)).toEqual([]);
+        expect(await store.deleteWebhookEndpoint("whe_1")).toBe(true);
+        expect(await store.getWebhookDelivery(d1!.id)).toBeUndefined();
       });
     });
   });

@@ -20,7 +20,9 @@ import {
   turn,
 } from "./store-contract.js";
 
-const TABLES = "agents, sessions, turns, items, events, goals, idempotency, api_keys";
+const TABLES =
+  "agents, sessions, turns, items, events, goals, idempotency, api_keys, automations, automation_invocations, " +
+  "webhook_endpoints, webhook_deliveries";
 
 const databases: string[] = [];
 /** A fresh database (dropped at the end of the run). */

@@ -161,12 +161,16 @@ describe("SqliteStore file persistence", () => {
     expect(tables).toEqual([
       "agents",
       "api_keys",
+      "automation_invocations",
+      "automations",
       "events",
       "goals",
       "idempotency",
       "items",
       "sessions",
       "turns",
+      "webhook_deliveries",
+      "webhook_endpoints",
     ]);
     db.close();
 

@@ -5,10 +5,12 @@
 import type {
   AgentRecord,
   Appended,
+  AutomationRecord,
   EventRecord,
   GoalRecord,
   GoalStatus,
   IdempotencyRecord,
+  InvocationRecord,
   ItemRecord,
   ItemState,
   KeyRecord,
@@ -16,6 +18,9 @@ import type {
   SessionRecord,
   TurnRecord,
   TurnStatus,
+  WebhookDeliveryRecord,
+  WebhookDeliveryStatus,
+  WebhookEndpointRecord,
 } from "./records.js";
 
 export { FencedError } from "./fenced.js";
@@ -59,6 +64,23 @@ export interface ItemListOptions extends ListOptions {
 export type SessionPatch = Partial<Omit<SessionRecord, "id" | "project_id" | "created_at">>;
 export type TurnPatch = Partial<Omit<TurnRecord, "id" | "session_id" | "created_at">>;
 export type AgentPatch = Partial<Omit<AgentRecord, "id" | "project_id" | "created_at">>;
+export type AutomationPatch = Partial<Omit<AutomationRecord, "id" | "project_id" | "created_at" | "type">>;
+export type InvocationPatch = Partial<
+  Pick<InvocationRecord, "status" | "session_id" | "error" | "next_attempt_at" | "completed_at">
+>;
+export type WebhookEndpointPatch = Partial<Omit<WebhookEndpointRecord, "id" | "project_id" | "created_at">>;
+export type WebhookDeliveryPatch = Partial<
+  Pick<
+    WebhookDeliveryRecord,
+    | "status"
+    | "next_attempt_at"
+    | "last_attempt_at"
+    | "last_status_code"
+    | "last_error"
+    | "delivered_at"
+    | "attempt_log"
+  >
+>;
 
 /** Every data operation. Inside `transaction()` the same operations run in that transaction. */
 export interface Queries {
@@ -111,7 +133,9 @@ export interface Queries {
   // event log
   /**
    * Assigns seq = last + 1, … in order and persists the events (and their item writes) before returning. With
-   * `fence`, nothing is written (a {@link FencedError}) unless the session's lease_epoch is still `fence`.
+   * `fence`, nothing is written (a {@link FencedError}) unless the session's lease_epoch is still `fence`. The webhook
+   * outbox is written with them: each event that is a webhook event (store/outbox.ts) gets one pending delivery per
+   * webhook endpoint of the session's project subscribed to its type, in the same transaction.
    */
   appendEvents(sessionId: string, events: NewEvent[], fence?: number): Promise<Appended[]>;
   /** Events with seq > afterSeq, ascending, at most `limit`. */
@@ -131,6 +155,89 @@ export interface Queries {
   putIdempotency(r: IdempotencyRecord): Promise<void>;
   /** Forgets keys recorded before `before`; returns how many. */
   expireIdempotency(before: number): Promise<number>;
+
+  // automations
+  insertAutomation(a: AutomationRecord): Promise<void>;
+  getAutomation(id: string): Promise<AutomationRecord | undefined>;
+  /**
+   * The automation, locked until the transaction ends (PostgreSQL: FOR UPDATE; SQLite: the transaction holds the
+   * write lock): a change made from it cannot interleave with the scheduler firing it. Call inside a transaction.
+   */
+  lockAutomation(id: string): Promise<AutomationRecord | undefined>;
+  updateAutomation(id: string, patch: AutomationPatch): Promise<AutomationRecord | undefined>;
+  /** Deletes the automation and its invocations. */
+  deleteAutomation(id: string): Promise<boolean>;
+  /** `session_id`: only automations whose target is that existing session. */
+  listAutomations(
+    opts: ListOptions & { project_id: string; session_id?: string },
+  ): Promise<Page<AutomationRecord>>;
+  /**
+   * Active automations whose next_run_at <= now (oldest first, at most `limit`), locked until the transaction ends;
+   * on PostgreSQL rows another transaction holds are skipped (FOR UPDATE SKIP LOCKED). Call inside a transaction.
+   */
+  lockDueAutomations(now: number, limit: number): Promise<AutomationRecord[]>;
+
+  // automation invocations
+  /**
+   * Inserts the invocation unless the automation already has one for its scheduled_at (manual runs, without one,
+   * always insert): returns whether it did.
+   */
+  insertInvocation(i: InvocationRecord): Promise<boolean>;
+  getInvocation(id: string): Promise<InvocationRecord | undefined>;
+  listInvocations(automationId: string, opts: ListOptions): Promise<Page<InvocationRecord>>;
+  /** Whether an invocation of the automation still waits to be delivered (status queued). */
+  hasQueuedInvocation(automationId: string): Promise<boolean>;
+  /**
+   * Atomically claims up to `limit` queued invocations due at `now` (next_attempt_at <= now) whose lease is free or
+   * expired, oldest first: sets lease_owner = owner and lease_until, counts the claim. Scheduled invocations of a
+   * paused automation are not claimed (manual runs are). On PostgreSQL rows locked elsewhere are skipped.
+   */
+  claimInvocations(
+    now: number,
+    owner: string,
+    leaseUntil: number,
+    limit: number,
+  ): Promise<InvocationRecord[]>;
+  /**
+   * Changes an invocation `owner` has claimed, if it still holds the lease (undefined: it does not). A status other
+   * than queued, or a next_attempt_at, releases the lease.
+   */
+  updateClaimedInvocation(
+    id: string,
+    owner: string,
+    patch: InvocationPatch,
+  ): Promise<InvocationRecord | undefined>;
+  /** The session created for a new-session invocation (tagged extra.automation_invocation_id), if there is one. */
+  findInvocationSession(projectId: string, invocationId: string): Promise<string | undefined>;
+
+  // webhook endpoints and the outbox (its rows are written by appendEvents: see store/outbox.ts)
+  insertWebhookEndpoint(e: WebhookEndpointRecord): Promise<void>;
+  getWebhookEndpoint(id: string): Promise<WebhookEndpointRecord | undefined>;
+  updateWebhookEndpoint(id: string, patch: WebhookEndpointPatch): Promise<WebhookEndpointRecord | undefined>;
+  /** Deletes the endpoint and its deliveries. */
+  deleteWebhookEndpoint(id: string): Promise<boolean>;
+  listWebhookEndpoints(opts: ListOptions & { project_id: string }): Promise<Page<WebhookEndpointRecord>>;
+  getWebhookDelivery(id: string): Promise<WebhookDeliveryRecord | undefined>;
+  listWebhookDeliveries(
+    endpointId: string,
+    opts: ListOptions & { status?: WebhookDeliveryStatus },
+  ): Promise<Page<WebhookDeliveryRecord>>;
+  /**
+   * Atomically claims up to `limit` pending deliveries due at `now` whose lease is free or expired, oldest first:
+   * sets lease_owner = owner and lease_until, counts the attempt. On PostgreSQL rows locked elsewhere are skipped.
+   */
+  claimWebhookDeliveries(
+    now: number,
+    owner: string,
+    leaseUntil: number,
+    limit: number,
+  ): Promise<WebhookDeliveryRecord[]>;
+  /** Records what a claimed attempt did, if `owner` still holds the lease (which this releases). */
+  updateClaimedWebhookDelivery(
+    id: string,
+    owner: string,
+    patch: WebhookDeliveryPatch,
+  ): Promise<WebhookDeliveryRecord | undefined>;
 }
 
 export interface Store extends Queries {

@@ -3,8 +3,10 @@ import { dialectPlugin } from "../app-types.js";
 import { goalRoutes } from "../goal.js";
 import { agentRoutes } from "./agents.js";
 import { artifactRoutes } from "./artifacts.js";
+import { automationRoutes } from "./automations.js";
 import { historyRoutes } from "./history.js";
 import { sessionRoutes } from "./sessions.js";
+import { webhookRoutes } from "./webhooks.js";
 
 /** The official OpenAI Agents API wire format (requests carrying `OpenAI-Beta: agents=v1`). */
 export const openaiPlugin = (core: Core) =>
@@ -14,4 +16,7 @@ export const openaiPlugin = (core: Core) =>
     historyRoutes(app, core);
     artifactRoutes(app, core);
     goalRoutes(app, core);
+    automationRoutes(app, core);
+    // (served whatever the dialect header: the SDK's webhook methods send none)
+    webhookRoutes(app, core);
   });

@@ -1,4 +1,5 @@
 import { FencedError } from "../fenced.js";
+import { outboxEvents } from "../outbox.js";
 import type { Appended, EventRecord, NewEvent, Queries } from "../types.js";
 import { json, type PgDb } from "./db.js";
 import { planItemWrites } from "./items.js";
@@ -22,10 +23,12 @@ export function eventQueries(db: PgDb): EventQueries {
     async appendEvents(sessionId, events, fence) {
       if (events.length === 0) return [];
       // The whole batch is one statement (one round trip; one transaction unless inside one): append_events()
-      // locks the session row, takes seqs and ordinals from its counters and writes events and items.
+      // locks the session row, takes seqs and ordinals from its counters and writes events, items and the webhook
+      // outbox (one delivery per webhook event and subscribed endpoint of the session's project).
+      const outbox = outboxEvents(events).map(({ index: _index, ...o }) => o);
       const res = await db
         .row<AppendRow>(
-          "SELECT base_seq, item_index, item_ordinal FROM append_events($1, $2::jsonb, $3::jsonb, $4)",
+          "SELECT base_seq, item_index, item_ordinal FROM append_events($1, $2::jsonb, $3::jsonb, $4, $5::jsonb)",
           [
             sessionId,
             json(
@@ -38,6 +41,7 @@ export function eventQueries(db: PgDb): EventQueries {
             ),
             json(planItemWrites(events)),
             fence ?? null,
+            json(outbox),
           ],
         )
         .catch((err: unknown) => {

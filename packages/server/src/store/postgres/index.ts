@@ -12,6 +12,7 @@
 import pg from "pg";
 import type { Queries, Store } from "../types.js";
 import { agentQueries } from "./agents.js";
+import { automationQueries } from "./automations.js";
 import { PG_TYPES, PgDb } from "./db.js";
 import { eventQueries } from "./events.js";
 import { goalQueries } from "./goals.js";
@@ -21,6 +22,7 @@ import { keyQueries } from "./keys.js";
 import { type Migrated, migrate } from "./migrations.js";
 import { sessionQueries } from "./sessions.js";
 import { turnQueries } from "./turns.js";
+import { webhookQueries } from "./webhooks.js";
 
 export { MIGRATION_LOCK_KEY, MIGRATIONS, type Migrated, migrate, SCHEMA_VERSION } from "./migrations.js";
 
@@ -50,6 +52,8 @@ const queries = (db: PgDb): Queries => ({
   ...eventQueries(db),
   ...goalQueries(db),
   ...idempotencyQueries(db),
+  ...automationQueries(db),
+  ...webhookQueries(db),
 });
 
 export const PostgresStore = {

@@ -1,4 +1,5 @@
 import { FencedError } from "../fenced.js";
+import { outboxEvents } from "../outbox.js";
 import type { Appended, EventRecord, NewEvent, Queries } from "../types.js";
 import type { Counters } from "./counters.js";
 import type { SqliteDb } from "./db.js";
@@ -50,6 +51,24 @@ export function eventQueries(db: SqliteDb, counters: Counters): EventQueries {
       counters.setSeq(sessionId, seq);
       const event = { ...e.event, session_id: sessionId, seq, turn_id: e.turn_id, created_at: e.created_at };
       out.push({ event, ordinal });
+    }
+    // The webhook outbox, in the same transaction: one pending delivery per subscribed endpoint of the project.
+    for (const o of outboxEvents(events)) {
+      db.run(
+        "INSERT INTO webhook_deliveries (id, endpoint_id, project_id, session_id, event_id, event_type, " +
+          "event_created_at, data, created_at, status, next_attempt_at) " +
+          "SELECT 'whd_' || lower(hex(randomblob(16))), w.id, w.project_id, s.id, ?, ?, ?, ?, ?, 'pending', ? " +
+          "FROM sessions s JOIN webhook_endpoints w ON w.project_id = s.project_id " +
+          "WHERE s.id = ? AND EXISTS (SELECT 1 FROM json_each(w.event_types) AS t WHERE t.value = ?)",
+        o.event_id,
+        o.type,
+        o.created_at,
+        JSON.stringify(o.data),
+        o.created_at,
+        o.created_at,
+        sessionId,
+        o.type,
+      );
     }
     return out;
   };

@@ -12,6 +12,7 @@ import Database from "better-sqlite3";
 import { AsyncLock } from "../../util/lock.js";
 import type { Queries, Store } from "../types.js";
 import { agentQueries } from "./agents.js";
+import { automationQueries } from "./automations.js";
 import { Counters } from "./counters.js";
 import { SqliteDb } from "./db.js";
 import { eventQueries } from "./events.js";
@@ -22,6 +23,7 @@ import { keyQueries } from "./keys.js";
 import { migrate } from "./migrations.js";
 import { sessionQueries } from "./sessions.js";
 import { turnQueries } from "./turns.js";
+import { webhookQueries } from "./webhooks.js";
 
 export { MIGRATIONS, migrate, SCHEMA_VERSION } from "./migrations.js";
 
@@ -46,6 +48,18 @@ const READS: ReadonlySet<QueryName> = new Set<QueryName>([
   "getGoal",
   "listGoals",
   "getIdempotency",
+  "getAutomation",
+  "lockAutomation",
+  "listAutomations",
+  "lockDueAutomations",
+  "getInvocation",
+  "listInvocations",
+  "hasQueuedInvocation",
+  "findInvocationSession",
+  "getWebhookEndpoint",
+  "listWebhookEndpoints",
+  "getWebhookDelivery",
+  "listWebhookDeliveries",
 ]);
 
 /** The embedded store: the Store interface plus the file it lives in. */
@@ -85,6 +99,8 @@ function compose(raw: Database.Database, file: string): SqliteStore {
     ...eventQueries(db, counters),
     ...goalQueries(db),
     ...idempotencyQueries(db),
+    ...automationQueries(db),
+    ...webhookQueries(db),
   };
   const outer = { ...inner };
   for (const name of Object.keys(inner) as QueryName[]) {

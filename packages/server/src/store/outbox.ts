@@ -1,0 +1,81 @@
+/**
+ * The webhook outbox's vocabulary: which log events are webhook events, and their thin payloads (the official
+ * `agent.session.*` webhook events: the session id and what kind of environment it runs in, or the kind of action
+ * it waits for). Both stores call {@link outboxEvents} inside their event append, so a webhook event exists exactly
+ * when its log event does (same transaction): one delivery row per subscribed endpoint of the session's project.
+ */
+import { randomBytes } from "node:crypto";
+import type { NewEvent, OutboxEvent, SessionRecord } from "./records.js";
+
+/** The webhook event types this server sends (all about sessions). */
+export const WEBHOOK_EVENT_TYPES = [
+  "agent.session.created",
+  "agent.session.in_progress",
+  "agent.session.action_required",
+  "agent.session.idle",
+  "agent.session.failed",
+] as const;
+
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/** The id of the environment every session runs in here (the official dialect reports the same one). */
+const LOCAL_ENVIRONMENT_ID = "env_local";
+
+/** `environment_type` (and `environment_id` when there is one) of a session, as the official events carry them. */
+export function environmentData(s: Pick<SessionRecord, "extra">): Record<string, unknown> {
+  return s.extra.environment === "none"
+    ? { environment_type: "none" }
+    : { environment_type: "self_hosted", environment_id: LOCAL_ENVIRONMENT_ID };
+}
+
+/** The webhook event of a session's status (`agent.session.<status>`), with its data. */
+export function sessionWebhookEvent(s: SessionRecord): {
+  type: WebhookEventType;
+  data: Record<string, unknown>;
+} {
+  switch (s.status) {
+    case "in_progress":
+      return { type: "agent.session.in_progress", data: { id: s.id, ...environmentData(s) } };
+    case "requires_action":
+      // The kind of the first action it waits for; the session has the details.
+      return {
+        type: "agent.session.action_required",
+        data: { id: s.id, required_action: { type: s.required_actions[0]?.type ?? "function_call" } },
+      };
+    case "failed":
+      return { type: "agent.session.failed", data: { id: s.id, ...environmentData(s) } };
+    default:
+      return { type: "agent.session.idle", data: { id: s.id, ...environmentData(s) } };
+  }
+}
+
+export const newEventId = (): string => `evt_${randomBytes(12).toString("hex")}`;
+
+/**
+ * The webhook events among a batch of log events about to be appended, with the index of the log event each one
+ * comes from: a session's creation and each of its status changes.
+ */
+export function outboxEvents(events: readonly NewEvent[]): Array<OutboxEvent & { index: number }> {
+  const out: Array<OutboxEvent & { index: number }> = [];
+  events.forEach((e, index) => {
+    const ev = e.event;
+    if (ev.type === "session.created") {
+      const s = ev.data.session;
+      out.push({
+        index,
+        event_id: newEventId(),
+        type: "agent.session.created",
+        created_at: e.created_at,
+        data: { id: s.id, ...environmentData(s) },
+      });
+    } else if (ev.type === "session.status") {
+      out.push({
+        index,
+        event_id: newEventId(),
+        created_at: e.created_at,
+        ...sessionWebhookEvent(ev.data.session),
+      });
+    }
+  });
+  return out;
+}
