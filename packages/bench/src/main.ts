@@ -11,6 +11,7 @@ import { MockResponsesServer, scriptedModel } from "@codex-agent-api/testkit";
 import { type Context, type Scenario, type ScenarioResult, startTurnRig, type TurnRig } from "./context.js";
 import { Cleanup, now } from "./proc.js";
 import { apiThroughput } from "./scenarios/api.js";
+import { checkpoints } from "./scenarios/checkpoints.js";
 import { cluster } from "./scenarios/cluster.js";
 import { fanout } from "./scenarios/fanout.js";
 import { footprint } from "./scenarios/footprint.js";
@@ -34,6 +35,7 @@ const SCENARIOS: Scenario[] = [
   soak,
   toolRoundTrip,
   cluster,
+  checkpoints,
 ];
 /** Scenarios that use the shared turn rig: it is closed once the last of them has run. */
 const RIG_USERS = new Set(["1", "2", "3", "10"]);

@@ -2,6 +2,7 @@ import { isIPv4 } from "node:net";
 import { isAbsolute, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type { SandboxMode } from "@codex-agent-api/codex";
+import { DEFAULT_EXCLUDES, DEFAULT_MAX_FILE_BYTES } from "./checkpoints/types.js";
 
 /** Everything the service needs to run, from flags and environment. */
 export interface Config {
@@ -71,6 +72,31 @@ export interface Config {
   logLevel: string;
   codexPath: string | undefined;
   goals: GoalLimits;
+  /** Workspace checkpoints (a shadow git store per workspace directory, outside it). */
+  checkpoints: CheckpointSettings;
+}
+
+export interface CheckpointSettings {
+  enabled: boolean;
+  /** Where the stores live (one directory per workspace directory). */
+  dir: string;
+  /** Files larger than this are left out of checkpoints (and listed as such). */
+  maxFileBytes: number;
+  /** Gitignore-syntax patterns left out of every checkpoint, on top of the workspaces' own .gitignore files. */
+  exclude: string[];
+  /** Checkpoints kept per store (the newest; 0 = no limit). */
+  keep: number;
+  /** Checkpoints older than this are dropped (seconds; 0 = never). */
+  maxAgeSeconds: number;
+  /** The largest patch a diff returns (larger ones are cut and marked truncated). */
+  maxPatchBytes: number;
+  /** A store idle this long is pruned (retention) and repacked (seconds). */
+  idleSeconds: number;
+  /**
+   * Whether official-dialect streams carry `agent.session.checkpoint.created` (an event the official SDKs' types do
+   * not know: strict clients reject it); template streams always do.
+   */
+  officialEvents: boolean;
 }
 
 export interface GoalLimits {
@@ -125,6 +151,27 @@ Options (environment variable in brackets):
   --allow-mcp-stdio          let clients declare stdio MCP servers: commands run outside the sandbox with the
                              server's rights (AGENT_ALLOW_MCP_STDIO=1; default off)
   --log-level <level>        pino level (LOG_LEVEL, default info)
+  --checkpoints <on|off>     workspace checkpoints per turn (AGENT_CHECKPOINTS, default on)
+  --checkpoint-dir <dir>     where checkpoint stores live (AGENT_CHECKPOINT_DIR, default <data-dir>/checkpoints)
+  --checkpoint-max-file-size <bytes>
+                             files larger than this are left out of checkpoints and listed
+                             (AGENT_CHECKPOINT_MAX_FILE_SIZE, default 10485760)
+  --checkpoint-exclude <pattern>
+                             gitignore pattern left out of checkpoints besides .gitignore and the defaults
+                             (node_modules/, .venv/, dist/, build/, target/, …), repeatable
+                             (AGENT_CHECKPOINT_EXCLUDE, comma-separated)
+  --checkpoint-no-default-excludes
+                             do not leave out the default directories (AGENT_CHECKPOINT_DEFAULT_EXCLUDES=0)
+  --checkpoint-keep <n>      checkpoints kept per workspace, 0 = all (AGENT_CHECKPOINT_KEEP, default 100)
+  --checkpoint-max-age <seconds>
+                             drop checkpoints older than this, 0 = never (AGENT_CHECKPOINT_MAX_AGE, default
+                             2592000: 30 days)
+  --checkpoint-max-patch <bytes>
+                             largest patch a diff returns (AGENT_CHECKPOINT_MAX_PATCH, default 1048576)
+  --checkpoint-idle <seconds>
+                             prune and repack a store idle this long (AGENT_CHECKPOINT_IDLE, default 30)
+  --checkpoint-events <who>  template | all: which dialects' streams carry agent.session.checkpoint.created
+                             (AGENT_CHECKPOINT_EVENTS, default template: the official SDKs do not know it)
 `;
 
 export function usage(): string {
@@ -209,6 +256,16 @@ export function loadConfig(
       "allow-mcp-stdio": { type: "boolean" },
       "log-level": { type: "string" },
       "codex-path": { type: "string" },
+      checkpoints: { type: "string" },
+      "checkpoint-dir": { type: "string" },
+      "checkpoint-max-file-size": { type: "string" },
+      "checkpoint-exclude": { type: "string", multiple: true },
+      "checkpoint-no-default-excludes": { type: "boolean" },
+      "checkpoint-keep": { type: "string" },
+      "checkpoint-max-age": { type: "string" },
+      "checkpoint-max-patch": { type: "string" },
+      "checkpoint-idle": { type: "string" },
+      "checkpoint-events": { type: "string" },
     },
     strict: true,
     allowPositionals: false,
@@ -320,5 +377,75 @@ export function loadConfig(
       maxTurns: int("AGENT_GOAL_MAX_TURNS_LIMIT", env.AGENT_GOAL_MAX_TURNS_LIMIT, 200, 1),
       maxDurationSeconds: int("AGENT_GOAL_MAX_DURATION_LIMIT", env.AGENT_GOAL_MAX_DURATION_LIMIT, 86_400, 1),
     },
+    checkpoints: checkpointSettings(values, env, dataDir, abs),
+  };
+}
+
+/** The checkpoint options (flags win over the environment). */
+function checkpointSettings(
+  values: {
+    checkpoints?: string;
+    "checkpoint-dir"?: string;
+    "checkpoint-max-file-size"?: string;
+    "checkpoint-exclude"?: string[];
+    "checkpoint-no-default-excludes"?: boolean;
+    "checkpoint-keep"?: string;
+    "checkpoint-max-age"?: string;
+    "checkpoint-max-patch"?: string;
+    "checkpoint-idle"?: string;
+    "checkpoint-events"?: string;
+  },
+  env: NodeJS.ProcessEnv,
+  dataDir: string,
+  abs: (p: string) => string,
+): CheckpointSettings {
+  const mode = (values.checkpoints ?? env.AGENT_CHECKPOINTS ?? "on").toLowerCase();
+  if (!["on", "off", "1", "0", "true", "false"].includes(mode)) {
+    throw new ConfigError(`--checkpoints must be on or off, got "${mode}"`);
+  }
+  const extra = (values["checkpoint-exclude"] ?? (env.AGENT_CHECKPOINT_EXCLUDE ?? "").split(","))
+    .map((p) => p.trim())
+    .filter((p) => p !== "");
+  for (const p of extra) {
+    if (/[\r\n\0]/.test(p))
+      throw new ConfigError(`--checkpoint-exclude takes one pattern per line, got ${JSON.stringify(p)}`);
+  }
+  const events = values["checkpoint-events"] ?? env.AGENT_CHECKPOINT_EVENTS ?? "template";
+  if (events !== "template" && events !== "all") {
+    throw new ConfigError(`--checkpoint-events must be template or all, got "${events}"`);
+  }
+  const noDefaults =
+    values["checkpoint-no-default-excludes"] ?? env.AGENT_CHECKPOINT_DEFAULT_EXCLUDES === "0";
+  return {
+    enabled: mode === "on" || mode === "1" || mode === "true",
+    dir: abs(values["checkpoint-dir"] ?? env.AGENT_CHECKPOINT_DIR ?? `${dataDir}/checkpoints`),
+    maxFileBytes: int(
+      "--checkpoint-max-file-size",
+      values["checkpoint-max-file-size"] ?? env.AGENT_CHECKPOINT_MAX_FILE_SIZE,
+      DEFAULT_MAX_FILE_BYTES,
+      0,
+    ),
+    exclude: [...(noDefaults ? [] : DEFAULT_EXCLUDES), ...extra],
+    keep: int("--checkpoint-keep", values["checkpoint-keep"] ?? env.AGENT_CHECKPOINT_KEEP, 100, 0),
+    maxAgeSeconds: int(
+      "--checkpoint-max-age",
+      values["checkpoint-max-age"] ?? env.AGENT_CHECKPOINT_MAX_AGE,
+      30 * 86_400,
+      0,
+    ),
+    maxPatchBytes: int(
+      "--checkpoint-max-patch",
+      values["checkpoint-max-patch"] ?? env.AGENT_CHECKPOINT_MAX_PATCH,
+      1024 * 1024,
+      1024,
+    ),
+    idleSeconds: int(
+      "--checkpoint-idle",
+      values["checkpoint-idle"] ?? env.AGENT_CHECKPOINT_IDLE,
+      30,
+      0,
+      86_400,
+    ),
+    officialEvents: events === "all",
   };
 }

@@ -3,6 +3,7 @@
  * HTTP layer and the CLI call. No globals; tests build it with an in-memory store or a stub engine.
  */
 import type { Logger } from "pino";
+import { CheckpointService } from "./checkpoints/service.js";
 import { LocalCluster, localRollouts } from "./cluster/local.js";
 import type { Cluster, Rollouts } from "./cluster/types.js";
 import type { Config } from "./config.js";
@@ -64,6 +65,8 @@ export interface Core {
   webhooks: WebhookService;
   /** Firing automations, delivering their invocations and the webhook outbox (started by the service). */
   workers: BackgroundWorkers;
+  /** Workspace checkpoints per turn (attached to the turn and session hooks). */
+  checkpoints: CheckpointService;
 }
 
 export function createCore(config: Config, infra: Infrastructure): Core {
@@ -100,6 +103,20 @@ export function createCore(config: Config, infra: Infrastructure): Core {
     agents,
     sessions,
   });
+  const checkpoints = new CheckpointService({
+    config,
+    store,
+    hub,
+    runner,
+    sessions,
+    engines,
+    clock,
+    logger,
+    cluster,
+    rollouts,
+  });
+  runner.use(checkpoints.turnHooks());
+  sessions.use(checkpoints.sessionHooks());
   return {
     config,
     logger,
@@ -119,6 +136,7 @@ export function createCore(config: Config, infra: Infrastructure): Core {
     automations,
     webhooks,
     workers,
+    checkpoints,
   };
 }
 

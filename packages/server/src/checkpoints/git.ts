@@ -46,6 +46,9 @@ const FORCED_CONFIG = [
   "maintenance.auto=false",
   "commit.gpgSign=false",
   "pack.threads=1",
+  // A new index (every store's is) in version 4: paths prefix-compressed, a large tree's index a fifth smaller,
+  // and every command reads it.
+  "index.version=4",
   "user.name=codex-agent-api",
   "user.email=checkpoints@localhost",
 ].flatMap((kv) => ["-c", kv]);

@@ -5,11 +5,14 @@
  *
  *   const repo = await ShadowRepo.open(storeDir, workspace, { maxFileBytes, exclude });
  *   await repo.checkpoint("turn 3", { turn_id })   // CheckpointInfo, or null when nothing changed
+ *   await repo.record(describe, { marks })         // { created, head }: also names the latest when unchanged
+ *   await repo.mark({ "turns/t1/after": null }) / repo.markTarget(name) / repo.dropMarks(prefix)
  *   await repo.changedSince()                      // did the tree change since the latest checkpoint?
  *   await repo.list() / repo.get(id)
  *   await repo.diff(null, id, { patch: true })     // against its parent (or any other checkpoint)
  *   await repo.fileAt(id, "src/a.ts")              // Buffer | null
  *   await repo.restore(id, { dryRun })             // { changes, safety, undo, restored }
+ *   await repo.forkInto(id, gitDir2, ws2, ...)     // a new store + workspace starting from checkpoint id
  *   await repo.prune({ keep, olderThanSeconds })   // on expiry / retention; returns how many were dropped
  *   await repo.repack()                            // when idle: packs only when worth it (true if it did)
  *   await repo.diskUsage() / repo.destroy()        // bytes on disk; delete the store on session delete
@@ -46,6 +49,20 @@
  * (`restored`), so the latest checkpoint always describes the workspace. The session must be idle: a
  * checkpoint taken while the agent writes is not atomic, and a restore would race it.
  *
+ * Marks are named references kept in the store (`refs/marks/<name>`, e.g. a turn's "before" and "after"), written
+ * as loose refs right behind the operation that set them; pruning a checkpoint drops the marks pointing at it.
+ * `forkInto` starts another store and workspace from a checkpoint: the source's objects are borrowed
+ * (alternates) while the tree is written out, then copied into the new store's own pack (no fetch: git's local
+ * transport would run upload-pack through a shell).
+ *
+ * Speed. A scan that changed nothing needs no write-tree (the tree the index holds is remembered with the index
+ * file's identity); a small tree is listed by one git process, a large one by two at once (tracked files stat'ed,
+ * directories walked); the excluded listing a new checkpoint records can run alongside the scan. After every index
+ * write the index is refreshed once the clock has left that second, in the background: files written in the
+ * index's second are "racily clean", and git would read them again on every scan until the index is rewritten.
+ *
+ * The service (service.ts) attaches all this to sessions and turns: see its header.
+ *
  * Operations on one ShadowRepo are serialised; one process should own a store at a time (the latest checkpoint
  * is cached; a checkpoint made meanwhile through another object is noticed when the head ref moved).
  * Errors: not_found / bad_request / conflict as ApiError (domain/errors.ts); GitNotFoundError when git is
@@ -53,7 +70,7 @@
  */
 export { GitError, GitNotFoundError } from "./git.js";
 export { ScanError } from "./scan.js";
-export { ShadowRepo } from "./shadow-repo.js";
+export { diskUsageOf, ShadowRepo } from "./shadow-repo.js";
 export {
   type CheckpointDiff,
   type CheckpointInfo,
@@ -62,7 +79,10 @@ export {
   DEFAULT_MAX_FILE_BYTES,
   type FileChange,
   type FileStatus,
+  type RecordOptions,
+  type RecordResult,
   type RestoreChange,
+  type RestoreOptions,
   type RestoreResult,
   type SkippedFile,
   type SkipReason,

@@ -9,7 +9,19 @@ export interface ScanSettings {
   retries: number;
   /** Plain directory names from the exclude list (skipped early when walking nested repositories). */
   excludedNames: ReadonlySet<string>;
+  /**
+   * List changed and new files with two git processes at once (a large tree: each half of the work takes tens of
+   * milliseconds) rather than one (a small tree: a process costs more than the listing).
+   */
+  split: boolean;
   beforeIndexUpdate?: (attempt: number, paths: readonly string[]) => void | Promise<void>;
+}
+
+export interface ScanResult {
+  /** What was left out (too large, unreadable, unsupported), sorted by path. */
+  skipped: SkippedFile[];
+  /** Whether the index was changed (false: it still holds the tree it held before the scan). */
+  indexChanged: boolean;
 }
 
 /** From this many files to (re)hash on, new blobs go into a pack rather than loose objects. */
@@ -32,7 +44,7 @@ export async function scanIntoIndex(
   git: Git,
   settings: ScanSettings,
   recheckIgnored: boolean,
-): Promise<SkippedFile[]> {
+): Promise<ScanResult> {
   const attempts = 1 + Math.max(0, settings.retries);
   for (let attempt = 1; ; attempt++) {
     try {
@@ -52,23 +64,30 @@ async function scanOnce(
   settings: ScanSettings,
   recheckIgnored: boolean,
   attempt: number,
-): Promise<SkippedFile[]> {
-  // What git sees as new ("?") or changed/deleted (tracked), honouring .gitignore and info/exclude. A directory
-  // holding its own repository (and nothing in the index yet) comes back as "dir/": git would store it as a
-  // gitlink (or fail outright when it has no commit), so its files are listed here and added one by one.
-  const listed = await git.lines(["ls-files", "-z", "-t", "--others", "--modified", "--exclude-standard"]);
-  const tracked = new Set<string>();
-  const candidates = new Set<string>();
+): Promise<ScanResult> {
+  // What git sees as changed/deleted (tracked) and as new, honouring .gitignore and info/exclude: on a large tree
+  // two processes at once (one stats every index entry, the other walks the directories; each takes about half of
+  // the time), on a small one a single process. A directory holding its own repository (and nothing in the index
+  // yet) comes back as "dir/": git would store it as a gitlink (or fail outright when it has no commit), so its
+  // files are listed here and added one by one.
+  let modified: string[];
+  let others: string[];
+  if (settings.split) {
+    [modified, others] = await Promise.all([
+      git.lines(["ls-files", "-z", "--modified"]),
+      git.lines(["ls-files", "-z", "--others", "--exclude-standard"]),
+    ]);
+  } else {
+    const listed = await git.lines(["ls-files", "-z", "-t", "--others", "--modified", "--exclude-standard"]);
+    others = listed.filter((e) => e.startsWith("? ")).map((e) => e.slice(2));
+    modified = listed.filter((e) => !e.startsWith("? ")).map((e) => e.slice(2));
+  }
+  const tracked = new Set<string>(modified);
+  const candidates = new Set<string>(modified);
   const nested: string[] = [];
-  for (const entry of listed) {
-    const path = entry.slice(2);
-    if (entry.startsWith("? ")) {
-      if (path.endsWith("/")) nested.push(path);
-      else candidates.add(path);
-    } else {
-      tracked.add(path);
-      candidates.add(path);
-    }
+  for (const path of others) {
+    if (path.endsWith("/")) nested.push(path);
+    else candidates.add(path);
   }
   const skipped: SkippedFile[] = [];
   if (nested.length > 0) {
@@ -132,7 +151,10 @@ async function scanOnce(
   if (drop.length > 0) {
     await git.run(["update-index", "-z", "--force-remove", "--stdin"], { input: joinNul(drop) });
   }
-  return skipped.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  return {
+    skipped: skipped.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
+    indexChanged: update.length > 0 || drop.length > 0,
+  };
 }
 
 /** Files of a nested repository (never its `.git`), workspace-relative; plain excluded names are not entered. */

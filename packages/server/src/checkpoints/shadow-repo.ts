@@ -1,5 +1,5 @@
 import type { Dirent } from "node:fs";
-import { lstat, mkdir, readdir, readFile, realpath, rm, stat, writeFile } from "node:fs/promises";
+import { lstat, mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { badRequest, conflict, notFound } from "../domain/errors.js";
 import { AsyncLock } from "../util/lock.js";
@@ -13,7 +13,10 @@ import {
   DEFAULT_MAX_FILE_BYTES,
   type FileChange,
   type FileStatus,
+  type RecordOptions,
+  type RecordResult,
   type RestoreChange,
+  type RestoreOptions,
   type RestoreResult,
   type SkippedFile,
 } from "./types.js";
@@ -21,12 +24,24 @@ import { readWorkspaceGit, type WorkspaceGitState } from "./workspace-git.js";
 
 const HEAD_REF = "refs/checkpoint-head";
 const REF_PREFIX = "refs/checkpoints/";
+const MARK_PREFIX = "refs/marks/";
+/** A mark name: slash-separated components of letters, digits, "_" and "-". */
+const MARK_NAME = /^[A-Za-z0-9_-]+(\/[A-Za-z0-9_-]+)*$/;
 const EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 const ZERO_ID = "0".repeat(40);
 const ID = /^[0-9a-f]{40}$/;
 const MAX_SKIPPED = 1000;
 const DEFAULT_MAX_PATCH_BYTES = 1024 * 1024;
 const FORMAT = "%(objectname)%00%(tree)%00%(contents:body)%00";
+/** A scan slower than this (a large tree) lists excluded paths alongside the next scan when asked to. */
+const PREFETCH_AFTER_MS = 25;
+/** A scan slower than this lists changed and new files with two processes at once. */
+const SPLIT_AFTER_MS = 15;
+/**
+ * An index write is followed by a refresh once the clock is past the second it was written in (git compares
+ * timestamps in whole seconds: a file changed in that second is "racily clean" until the index is written later).
+ */
+const refreshDelay = () => 1050 - (Date.now() % 1000);
 
 /** What a checkpoint commit's message body holds (the subject line is the label, for `git log` readers). */
 interface Stored {
@@ -69,6 +84,19 @@ export class ShadowRepo {
   private recheckIgnored = true;
   private cachedHead: Entry | null | undefined;
   private destroyed = false;
+  /**
+   * The tree the index is known to hold (what write-tree would answer), with the index file's identity when that
+   * was learnt: a scan that changed nothing needs no write-tree. Forgotten when the file changed under us.
+   */
+  private indexTree: { tree: string; stamp: string } | null = null;
+  /** How long the last scan took (a large tree scans slowly). */
+  private lastScanMs = 0;
+  /**
+   * The index was written and may hold "racily clean" entries (files changed within the same second as the index
+   * was written, which git must read again on every scan until the index is rewritten later): it is refreshed once,
+   * a little later, in the background.
+   */
+  private refreshTimer: NodeJS.Timeout | null = null;
 
   private constructor(
     private readonly git: Git,
@@ -130,23 +158,111 @@ export class ShadowRepo {
     const names = opts.exclude
       .map((p) => p.replace(/\/$/, ""))
       .filter((p) => p !== "" && !/[/*?[\]!\\]/.test(p) && !p.startsWith("#"));
-    return new ShadowRepo(new Git(opts.git, dir, ws), opts, new Set(names));
+    const repo = new ShadowRepo(new Git(opts.git, dir, ws), opts, new Set(names));
+    // An index written by an earlier process may hold racily clean entries.
+    if (!fresh) repo.refreshSoon();
+    return repo;
   }
 
   /** Records the workspace as a checkpoint; null when nothing changed since the latest one. */
-  checkpoint(label: string, meta: Record<string, string> = {}): Promise<CheckpointInfo | null> {
+  async checkpoint(label: string, meta: Record<string, string> = {}): Promise<CheckpointInfo | null> {
+    return (await this.record(() => ({ label, meta }))).created;
+  }
+
+  /**
+   * Records the workspace as a checkpoint when it changed since the latest one (or always, with `force`), and
+   * answers the latest checkpoint either way. `describe` names it (`first`: there was no checkpoint before). Marks
+   * given in `opts` are set in the same step (see `mark`).
+   */
+  async record(
+    describe: (first: boolean) => { label: string; meta: Record<string, string> },
+    opts: RecordOptions = {},
+  ): Promise<RecordResult> {
+    const result = await this.recordTree(describe, opts);
+    const latest = result.head;
+    if (!opts.marks || !latest) return result;
+    // The marks are written right behind (operations run in order: anything asked for after this call sees them),
+    // so the caller does not wait for them.
+    const marks = opts.marks;
+    return { ...result, marked: this.exclusive(() => this.writeMarks(marks, latest.id)) };
+  }
+
+  private recordTree(
+    describe: (first: boolean) => { label: string; meta: Record<string, string> },
+    opts: RecordOptions,
+  ): Promise<RecordResult> {
     return this.exclusive(async () => {
+      if (opts.unchanged) {
+        const head = await this.head();
+        return { created: null, head: head ? toInfo(head) : null };
+      }
+      // On a large tree the listing of excluded paths (needed only when a checkpoint is written) takes as long as
+      // the scan: when a change is likely, it runs alongside the scan.
+      const excluded =
+        opts.prefetchExcluded && this.lastScanMs >= PREFETCH_AFTER_MS ? this.excludedPaths() : undefined;
+      excluded?.catch(() => {});
       const skipped = await this.scan();
       const tree = await this.writeTree();
       for (let fresh = false; ; fresh = true) {
         const head = await this.head(fresh);
-        if (head && head.tree === tree) return null;
-        try {
-          return await this.commit(tree, head, label, meta, skipped);
-        } catch (err) {
-          if (!(err instanceof StaleHeadError) || fresh) throw err;
+        let created: CheckpointInfo | null = null;
+        if (!head || head.tree !== tree || opts.force) {
+          const { label, meta } = describe(head === null);
+          try {
+            created = await this.commit(tree, head, label, meta, skipped, excluded);
+          } catch (err) {
+            if (!(err instanceof StaleHeadError) || fresh) throw err;
+            continue;
+          }
         }
+        return { created, head: created ?? (head ? toInfo(head) : null) };
       }
+    });
+  }
+
+  /** The latest checkpoint (null before the first one). */
+  latest(): Promise<CheckpointInfo | null> {
+    return this.exclusive(async () => {
+      const head = await this.head(true);
+      return head ? toInfo(head) : null;
+    });
+  }
+
+  /**
+   * Points marks (named references kept with the store, e.g. "turns/<id>/after") at checkpoints: `null` stands
+   * for the latest one. A mark keeps nothing alive: pruning a checkpoint drops the marks pointing at it.
+   */
+  mark(marks: Record<string, string | null>): Promise<void> {
+    return this.exclusive(async () => {
+      const head = await this.head(true);
+      for (const id of Object.values(marks)) if (id !== null) await this.require(id);
+      if (Object.values(marks).includes(null) && !head) throw notFound("There is no checkpoint yet");
+      await this.writeMarks(marks, head?.id ?? "");
+    });
+  }
+
+  /** The checkpoint a mark points at (undefined: no such mark, or its checkpoint was pruned). */
+  markTarget(name: string): Promise<CheckpointInfo | undefined> {
+    return this.exclusive(async () => {
+      const id = await this.readMark(name);
+      const entry = id ? await this.entry(id) : undefined;
+      return entry ? toInfo(entry) : undefined;
+    });
+  }
+
+  /** Deletes every mark under `prefix` (e.g. a deleted session's). Returns how many. */
+  dropMarks(prefix: string): Promise<number> {
+    return this.exclusive(async () => {
+      checkMarkName(prefix);
+      const refs = await this.git.lines([
+        "for-each-ref",
+        "--format=%(refname)%00",
+        `${MARK_PREFIX}${prefix}/`,
+      ]);
+      const names = refs.map((r) => r.replace(/^\n/, "")).filter((r) => r.startsWith(MARK_PREFIX));
+      if (names.length === 0) return 0;
+      await this.git.run(["update-ref", "--stdin"], { input: names.map((r) => `delete ${r}\n`).join("") });
+      return names.length;
     });
   }
 
@@ -221,7 +337,7 @@ export class ShadowRepo {
    * file no checkpoint holds (excluded, too large): a restore that would have to is refused (conflict). A safety
    * checkpoint is taken first, so `undo` restores the state before. The session must be idle.
    */
-  restore(id: string, opts: { dryRun?: boolean } = {}): Promise<RestoreResult> {
+  restore(id: string, opts: RestoreOptions = {}): Promise<RestoreResult> {
     return this.exclusive(async () => {
       const target = await this.require(id);
       const skipped = await this.scan();
@@ -232,21 +348,29 @@ export class ShadowRepo {
       const head = await this.head(true);
       let before: Entry;
       let safety: CheckpointInfo | null = null;
-      if (head && head.tree === current) before = head;
+      if (head && head.tree === current && !opts.forceSafety) before = head;
       else {
-        safety = await this.commit(current, head, "before restore", { restore_of: id }, skipped);
+        safety = await this.commit(
+          current,
+          head,
+          "before restore",
+          { restore_of: id, ...opts.safetyMeta },
+          skipped,
+        );
         before = (await this.entry(safety.id)) as Entry;
       }
       if (changes.length === 0) return { changes, safety, undo: before.id, restored: null };
       // The index holds `current` with fresh stat data, so git rewrites only what differs and deletes only
       // files it holds; `--reset` also replaces untracked files that stand where the target has a file.
       await this.git.run(["read-tree", "-u", "--reset", target.tree]);
+      await this.knowIndex(target.tree);
+      this.refreshSoon();
       const written = new Set(changes.filter((c) => c.action === "write").map((c) => c.path));
       const restored = await this.commit(
         target.tree,
         before,
         "restore",
-        { restored_from: id },
+        { restored_from: id, ...opts.restoredMeta },
         skipped.filter((s) => !written.has(s.path)),
       );
       return { changes, safety, undo: before.id, restored };
@@ -254,10 +378,66 @@ export class ShadowRepo {
   }
 
   /**
+   * Starts another workspace from checkpoint `id`: opens (creates) the store at `gitDir` for `workspace`, which
+   * must be empty, copies the checkpoint's objects into it, writes the checkpoint's files there and records them
+   * as its first checkpoint (label and meta given). Nothing of this store or its workspace changes.
+   */
+  forkInto(
+    id: string,
+    gitDir: string,
+    workspace: string,
+    options: Partial<CheckpointOptions>,
+    label: string,
+    meta: Record<string, string>,
+  ): Promise<{ repo: ShadowRepo; checkpoint: CheckpointInfo }> {
+    return this.exclusive(async () => {
+      const source = await this.require(id);
+      const repo = await ShadowRepo.open(gitDir, workspace, options);
+      const checkpoint = await repo.adopt(this.git.gitDir, source, label, meta);
+      return { repo, checkpoint };
+    });
+  }
+
+  /** The other half of `forkInto`, on the new store. */
+  private adopt(
+    sourceGitDir: string,
+    source: Entry,
+    label: string,
+    meta: Record<string, string>,
+  ): Promise<CheckpointInfo> {
+    return this.exclusive(async () => {
+      if (await this.head(true)) throw conflict("The workspace to fork into already has checkpoints");
+      const present = await readdir(this.git.workTree);
+      if (present.length > 0) throw conflict("The workspace to fork into is not empty");
+      // The source's objects are borrowed (alternates) while the tree is written out and recorded, then copied
+      // into this store's own pack (repack without -l takes what it borrows), and the borrowing ends: the source
+      // may be pruned or deleted later. No fetch: git's local transport would start upload-pack through a shell.
+      const alternates = join(this.git.gitDir, "objects", "info", "alternates");
+      await mkdir(dirname(alternates), { recursive: true });
+      await writeFile(alternates, `${join(sourceGitDir, "objects")}\n`);
+      try {
+        // An empty index: every file of the tree is written.
+        await this.git.run(["read-tree", "-u", "--reset", source.tree]);
+        await this.knowIndex(source.tree);
+        this.refreshSoon();
+        const checkpoint = await this.commit(source.tree, null, label, meta, []);
+        await this.git.run(["repack", "-a", "-d", "-q", "--no-write-bitmap-index"]);
+        return checkpoint;
+      } finally {
+        await rm(alternates, { force: true });
+      }
+    });
+  }
+
+  /**
    * Drops checkpoints beyond the newest `keep` and those older than `olderThanSeconds` (never the latest), then
    * reclaims their space. Returns how many were dropped.
    */
-  prune(opts: { keep?: number; olderThanSeconds?: number }): Promise<number> {
+  prune(opts: {
+    keep?: number;
+    olderThanSeconds?: number;
+    where?: (checkpoint: CheckpointInfo) => boolean;
+  }): Promise<number> {
     return this.exclusive(async () => {
       const all = await this.entries();
       const head = await this.head(true);
@@ -266,10 +446,21 @@ export class ShadowRepo {
         (e, i) =>
           e.id !== head?.id &&
           ((opts.keep !== undefined && i < all.length - Math.max(0, opts.keep)) ||
-            (cutoff !== null && e.stored.created_at < cutoff)),
+            (cutoff !== null && e.stored.created_at < cutoff) ||
+            (opts.where?.(toInfo(e)) ?? false)),
       );
       if (drop.length === 0) return 0;
-      const commands = drop.map((e) => `delete ${REF_PREFIX}${e.id} ${e.id}\n`).join("");
+      const dropped = new Set(drop.map((e) => e.id));
+      const marks = await this.git.lines([
+        "for-each-ref",
+        "--format=%(refname)%00%(objectname)%00",
+        MARK_PREFIX,
+      ]);
+      let commands = drop.map((e) => `delete ${REF_PREFIX}${e.id} ${e.id}\n`).join("");
+      for (let i = 0; i + 1 < marks.length; i += 2) {
+        const ref = (marks[i] as string).replace(/^\n/, "");
+        if (dropped.has(marks[i + 1] as string)) commands += `delete ${ref}\n`;
+      }
       await this.git.run(["update-ref", "--stdin"], { input: commands });
       await this.compact();
       return drop.length;
@@ -306,6 +497,7 @@ export class ShadowRepo {
     return this.exclusive(async () => {
       this.destroyed = true;
       this.cachedHead = undefined;
+      if (this.refreshTimer) clearTimeout(this.refreshTimer);
       await rm(this.git.gitDir, { recursive: true, force: true });
     });
   }
@@ -320,22 +512,95 @@ export class ShadowRepo {
   }
 
   private async scan(): Promise<SkippedFile[]> {
-    const skipped = await scanIntoIndex(
+    const started = performance.now();
+    const { skipped, indexChanged } = await scanIntoIndex(
       this.git,
       {
         maxFileBytes: this.opts.maxFileBytes,
         retries: this.opts.retries,
         excludedNames: this.excludedNames,
+        split: this.lastScanMs >= SPLIT_AFTER_MS,
         beforeIndexUpdate: this.opts.beforeIndexUpdate,
       },
       this.recheckIgnored,
     );
+    if (indexChanged) {
+      this.indexTree = null;
+      this.refreshSoon();
+    }
     this.recheckIgnored = false;
+    this.lastScanMs = performance.now() - started;
     return skipped;
   }
 
+  /** The tree the index holds (written to the store). */
   private async writeTree(): Promise<string> {
-    return (await this.git.text(["write-tree"])).trim();
+    const known = this.indexTree;
+    if (known && known.stamp === (await this.indexStamp())) return known.tree;
+    const tree = (await this.git.text(["write-tree"])).trim();
+    await this.knowIndex(tree);
+    return tree;
+  }
+
+  /** The index now holds `tree`. */
+  private async knowIndex(tree: string): Promise<void> {
+    this.indexTree = { tree, stamp: await this.indexStamp() };
+  }
+
+  /** Schedules the refresh of a freshly written index (see `refreshTimer`). */
+  private refreshSoon(): void {
+    if (this.refreshTimer) clearTimeout(this.refreshTimer);
+    this.refreshTimer = setTimeout(() => {
+      this.refreshTimer = null;
+      void this.lock
+        .run(async () => {
+          if (this.destroyed) return;
+          const known = this.indexTree;
+          const stamp = known ? await this.indexStamp() : null;
+          // Rewrites the index with current stat data: racily clean entries become clean for good.
+          await this.git.run(["update-index", "-q", "--refresh"], { okCodes: [1] });
+          // Same content: the tree it holds is still known.
+          if (known && known.stamp === stamp) await this.knowIndex(known.tree);
+        })
+        .catch(() => {}); // best effort: the next scan is only slower
+    }, refreshDelay());
+    this.refreshTimer.unref();
+  }
+
+  /** Identity of the index file as it is now (any rewrite changes it). */
+  private async indexStamp(): Promise<string> {
+    const st = await stat(join(this.git.gitDir, "index"), { bigint: true }).catch(() => null);
+    return st ? `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}` : "none";
+  }
+
+  /** Paths .gitignore and the exclude list leave out (whole directories as "dir/"). */
+  private excludedPaths(): Promise<string[]> {
+    return this.git.lines(["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"]);
+  }
+
+  /** Writes marks as loose references (under the lock, git is not running against this store). */
+  private async writeMarks(marks: Record<string, string | null>, latest: string): Promise<void> {
+    await Promise.all(
+      Object.entries(marks).map(async ([name, id]) => {
+        checkMarkName(name);
+        const target = id ?? latest;
+        if (!ID.test(target)) throw new Error(`not a checkpoint id: ${target}`);
+        const path = join(this.git.gitDir, ...`${MARK_PREFIX}${name}`.split("/"));
+        await mkdir(dirname(path), { recursive: true });
+        const tmp = `${path}.${process.pid}.tmp`;
+        await writeFile(tmp, `${target}\n`);
+        await rename(tmp, path);
+      }),
+    );
+  }
+
+  private async readMark(name: string): Promise<string | null> {
+    checkMarkName(name);
+    const found = await this.git.run(["rev-parse", "--verify", "--quiet", `${MARK_PREFIX}${name}^{commit}`], {
+      okCodes: [1, 128],
+    });
+    const id = found.exitCode === 0 ? found.stdout.toString("utf8").trim() : "";
+    return ID.test(id) ? id : null;
   }
 
   /** The latest checkpoint, cached (this object owns the store); `fresh` reads the ref again. */
@@ -380,11 +645,12 @@ export class ShadowRepo {
     label: string,
     meta: Record<string, string>,
     scanned: SkippedFile[],
+    excludedListing?: Promise<string[]>,
   ): Promise<CheckpointInfo> {
     const parentTree = head?.tree ?? EMPTY_TREE;
     const [numstat, excluded, workspaceGit] = await Promise.all([
       this.git.lines(["diff-tree", "-z", "-r", "--numstat", "--no-renames", parentTree, tree]),
-      this.git.lines(["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"]),
+      excludedListing ?? this.excludedPaths(),
       readWorkspaceGit(this.git.workTree),
     ]);
     const stats = { files: 0, insertions: 0, deletions: 0 };
@@ -525,6 +791,10 @@ function parseRawNumstat(fields: string[]): FileChange[] {
   return files;
 }
 
+function checkMarkName(name: string): void {
+  if (!MARK_NAME.test(name) || name.endsWith(".lock")) throw new Error(`invalid mark name: ${name}`);
+}
+
 /** A workspace-relative path without ".", "..", or empty segments; bad_request otherwise. */
 function normalizePath(path: string): string {
   const parts = path.split("/").filter((p) => p !== "" && p !== ".");
@@ -562,6 +832,11 @@ async function exists(path: string): Promise<boolean> {
 async function writeIfChanged(path: string, content: string): Promise<void> {
   const old = await readFile(path, "utf8").catch(() => null);
   if (old !== content) await writeFile(path, content);
+}
+
+/** Bytes a directory tree occupies on disk (blocks). */
+export async function diskUsageOf(path: string): Promise<number> {
+  return du(path);
 }
 
 async function du(path: string): Promise<number> {

@@ -111,3 +111,33 @@ export interface RestoreResult {
   /** The checkpoint recording the restored tree; null on a dry run or when nothing changed. */
   restored: CheckpointInfo | null;
 }
+
+export interface RecordOptions {
+  /** Marks to set once recorded: a checkpoint id, or null for the latest checkpoint (see ShadowRepo.mark). */
+  marks?: Record<string, string | null>;
+  /** Write a checkpoint even when the tree did not change. */
+  force?: boolean;
+  /** List excluded paths alongside the scan (worth it when a change is likely: a large tree lists in half the time). */
+  prefetchExcluded?: boolean;
+  /** The caller knows nothing changed since the latest checkpoint: no scan, only the marks are set. */
+  unchanged?: boolean;
+}
+
+export interface RecordResult {
+  /** The checkpoint written; null when the tree had not changed. */
+  created: CheckpointInfo | null;
+  /** The latest checkpoint now (the one written, or the one that already matched the tree). */
+  head: CheckpointInfo | null;
+  /** With marks: settles once they are written (the store's next operation comes after). */
+  marked?: Promise<void>;
+}
+
+export interface RestoreOptions {
+  /** List what would change, change nothing. */
+  dryRun?: boolean;
+  /** Write the safety checkpoint even when the latest checkpoint already matches the workspace. */
+  forceSafety?: boolean;
+  /** Extra meta of the safety checkpoint ("before restore") and of the one recording the restored tree. */
+  safetyMeta?: Record<string, string>;
+  restoredMeta?: Record<string, string>;
+}

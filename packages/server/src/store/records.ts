@@ -216,7 +216,31 @@ export type LogEvent =
   /** Cancelled or interrupted by the user. */
   | { type: "turn.cancelled"; data: { turn: TurnRecord } }
   /** The goal changed (null: cleared). */
-  | { type: "goal.updated"; data: { goal: GoalRecord | null } };
+  | { type: "goal.updated"; data: { goal: GoalRecord | null } }
+  /**
+   * A workspace checkpoint was recorded (the checkpoint itself lives in the checkpoint store). `official`: the
+   * official dialect shows it too (an extension event strict SDK clients do not know: the operator's choice).
+   */
+  | { type: "checkpoint.created"; data: { checkpoint: CheckpointSummary; official: boolean } };
+
+/** A workspace checkpoint as the event log tells of it. */
+export interface CheckpointSummary {
+  /** `ckpt_` + the checkpoint's commit id in its store. */
+  id: string;
+  /** baseline, turn, external, manual, before_restore, restore, fork. */
+  kind: string;
+  label: string;
+  /** The session it is attributed to, and the turn it belongs to (if any). */
+  session_id: string;
+  turn_id: string | null;
+  parent_id: string | null;
+  /** Unix seconds. */
+  created_at: number;
+  /** Against its parent. */
+  stats: { files: number; insertions: number; deletions: number };
+  /** How many paths were left out (too large, excluded, unreadable). */
+  skipped: number;
+}
 
 /** What a client answered, as logged (never the tool output itself: that is the output item). */
 export type ActionAnswerSummary = { success: boolean } | { decision: ApprovalDecision };

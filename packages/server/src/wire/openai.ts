@@ -38,6 +38,7 @@ import type {
   TurnStatus,
   Usage,
 } from "../store/types.js";
+import { checkpointEventObject } from "./checkpoint.js";
 import { goalObject } from "./goal.js";
 import { toolResultOutput } from "./tool-output.js";
 
@@ -612,6 +613,18 @@ export function renderEvent(e: EventRecord, agentId: string): AgentSessionEvent[
           session_id,
           turn_id,
           goal: e.data.goal ? goalObject(e.data.goal, e.created_at) : null,
+        } as unknown as AgentSessionEvent,
+      ];
+    case "checkpoint.created":
+      // This server's extension (not in the SDK's event union), shown when the operator turned it on.
+      if (!e.data.official) return [];
+      return [
+        {
+          type: "agent.session.checkpoint.created",
+          event_id: event_id(),
+          session_id,
+          turn_id: turn_id ?? e.data.checkpoint.turn_id,
+          checkpoint: checkpointEventObject(e.data.checkpoint),
         } as unknown as AgentSessionEvent,
       ];
     default:

@@ -13,6 +13,7 @@ import type {
   SessionRecord,
   Usage,
 } from "../store/types.js";
+import { checkpointEventObject } from "./checkpoint.js";
 import { toExecItem } from "./exec-items.js";
 import { goalObject } from "./goal.js";
 
@@ -146,6 +147,16 @@ export function renderEvent(e: EventRecord): SseFrame | null {
         },
       };
     }
+    case "checkpoint.created":
+      return {
+        event: "agent.session.checkpoint.created",
+        data: {
+          type: "agent.session.checkpoint.created",
+          session_id,
+          turn_id: e.turn_id ?? e.data.checkpoint.turn_id,
+          checkpoint: checkpointEventObject(e.data.checkpoint),
+        },
+      };
     case "goal.updated":
       return {
         event: "agent.session.goal.updated",

@@ -1,5 +1,6 @@
 import type { Core } from "../../core.js";
 import { dialectPlugin } from "../app-types.js";
+import { checkpointRoutes } from "../checkpoints.js";
 import { goalRoutes } from "../goal.js";
 import { agentRoutes } from "./agents.js";
 import { artifactRoutes } from "./artifacts.js";
@@ -19,4 +20,5 @@ export const openaiPlugin = (core: Core) =>
     automationRoutes(app, core);
     // (served whatever the dialect header: the SDK's webhook methods send none)
     webhookRoutes(app, core);
+    checkpointRoutes(app, core, "openai");
   });

@@ -16,6 +16,12 @@ export function healthRoutes(app: App, core: Core): void {
       active_turns: core.runner.activeCount(),
       // This instance among the others on its database (single: the embedded store); unhealthy while fenced.
       cluster: core.cluster.stats(),
+      // Workspace checkpoints: totals only (stores, disk bytes measured in the background, turn-hook time).
+      checkpoints: core.checkpoints.health(),
     };
+  });
+  // Stops the checkpoint stores' housekeeping timers with the server.
+  app.addHook("onClose", async () => {
+    core.checkpoints.close();
   });
 }

@@ -1,5 +1,6 @@
 import type { Core } from "../../core.js";
 import { dialectPlugin } from "../app-types.js";
+import { checkpointRoutes } from "../checkpoints.js";
 import { goalRoutes } from "../goal.js";
 import { artifactListRoutes } from "../openai/artifacts.js";
 import { turnRoutes } from "../openai/history.js";
@@ -19,4 +20,5 @@ export const templatePlugin = (core: Core) =>
     goalRoutes(app, core);
     turnRoutes(app, core);
     artifactListRoutes(app, core);
+    checkpointRoutes(app, core, "template");
   });
