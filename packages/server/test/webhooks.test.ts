@@ -2,7 +2,7 @@
 // verifies every delivery with the official SDK's `client.webhooks.unwrap`: the session lifecycle events, retries
 // after a 500 (with backoff, bounded in time), the rotation overlap, the SSRF guard (and its allow flag), projects,
 // and secrets: shown once, never in other responses, logs or the database file.
-import { mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
@@ -204,8 +204,10 @@ describe("webhooks (targets on this machine allowed)", () => {
 
   it("an endpoint subscribed to some types gets only those; a test event is sent and verified", async () => {
     const e = await create("idle only", "/idle", ["agent.session.idle"]);
+    const dir = join(f.service.core.config.workspaceRoot, "self-hosted");
+    mkdirSync(dir, { recursive: true });
     const s = await client.beta.agents.sessions.create({
-      environment: { type: "self_hosted", workspace_directory: "/w" },
+      environment: { type: "self_hosted", workspace_directory: dir },
     });
     await client.beta.agents.sessions.events.create(s.id, {
       events: [messageEvent("Reply with exactly: quick")],
@@ -220,7 +222,7 @@ describe("webhooks (targets on this machine allowed)", () => {
     expect(idle[0]!.event.data).toEqual({
       id: s.id,
       environment_type: "self_hosted",
-      environment_id: "env_local",
+      environment_id: expect.any(String),
     });
 
     const n = receiver.at("/idle").length;
