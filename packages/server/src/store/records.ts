@@ -215,6 +215,8 @@ export type LogEvent =
   | { type: "turn.failed"; data: { turn: TurnRecord } }
   /** Cancelled or interrupted by the user. */
   | { type: "turn.cancelled"; data: { turn: TurnRecord } }
+  /** The session's environment changed status (pending, ready, connected, failed, expired…); `error` says why. */
+  | { type: "environment.updated"; data: { environment: EnvironmentState } }
   /** The goal changed (null: cleared). */
   | { type: "goal.updated"; data: { goal: GoalRecord | null } }
   /**
@@ -240,6 +242,14 @@ export interface CheckpointSummary {
   stats: { files: number; insertions: number; deletions: number };
   /** How many paths were left out (too large, excluded, unreadable). */
   skipped: number;
+}
+
+/** A session environment's state as the event log tells of it. */
+export interface EnvironmentState {
+  id: string;
+  type: string;
+  status: EnvironmentStatus;
+  error: EnvironmentError | null;
 }
 
 /** What a client answered, as logged (never the tool output itself: that is the output item). */
@@ -496,3 +506,133 @@ export interface OutboxEvent {
   created_at: number;
   data: Record<string, unknown>;
 }
+
+// Environments (prepared by this server for sessions) and vaults (credentials for MCP servers and environments).
+
+export type EnvironmentStatus =
+  | "pending"
+  | "ready"
+  | "connected"
+  | "disconnected"
+  | "suspended"
+  | "expired"
+  | "failed";
+
+/** Why an environment failed: a code (setup_command_failed, package_install_failed, …) and the setup log's tail. */
+export interface EnvironmentError {
+  code: string;
+  message: string;
+  type: string;
+}
+
+/** A file placed in an environment, without its contents. */
+export interface EnvironmentFileInfo {
+  id: string;
+  type: "inline" | "file_id";
+  /** The official path, `/workspace/…`. */
+  path: string;
+  size_bytes: number;
+  file_id?: string;
+}
+
+export interface EnvironmentNetwork {
+  access: "enabled" | "disabled" | "restricted";
+  allowed_domains: string[];
+}
+
+export interface EnvironmentPackages {
+  npm: string[];
+  python: string[];
+  system: string[];
+}
+
+/** An environment's configuration as it may be shown: never env values, setup commands or file contents. */
+export interface EnvironmentConfig {
+  capability_directories: string[];
+  files: EnvironmentFileInfo[];
+  network: EnvironmentNetwork;
+  packages: EnvironmentPackages;
+  environment_template_id: string | null;
+  /** How many setup commands ran (their text is write-only). */
+  setup_commands: number;
+}
+
+export interface EnvironmentRecord {
+  id: string;
+  project_id: string;
+  created_at: number;
+  updated_at: number;
+  type: "openai_hosted";
+  status: EnvironmentStatus;
+  /** The session it belongs to (null: created ahead of a session, not attached yet). */
+  session_id: string | null;
+  /** Its directory: the session's workspace. */
+  directory: string;
+  config: EnvironmentConfig;
+  /** The write-only parts (env values, setup commands) as sealed JSON (util/secrets.ts); null: none. */
+  secrets: string | null;
+  error: EnvironmentError | null;
+  /** Vaults whose environment-variable credentials it gets (besides its session's). */
+  vault_ids: string[];
+  /** The instance that prepares it (while pending). */
+  owner_instance: string | null;
+}
+
+/** A template file as it may be shown (inline contents are sealed with the template's secrets). */
+export type TemplateFileInfo =
+  | { type: "inline"; path: string; size_bytes: number }
+  | { type: "file_id"; path: string; file_id: string };
+
+/** A template's configuration as it may be shown; null: not set (the default applies). */
+export interface EnvironmentTemplateConfig {
+  capability_directories: string[] | null;
+  files: TemplateFileInfo[];
+  network: EnvironmentNetwork | null;
+  packages: EnvironmentPackages;
+  desktop: { enabled: boolean } | null;
+}
+
+export interface EnvironmentTemplateRecord {
+  id: string;
+  project_id: string;
+  created_at: number;
+  updated_at: number;
+  name: string | null;
+  config: EnvironmentTemplateConfig;
+  /** Env values, setup commands and inline file contents, as sealed JSON; null: none. */
+  secrets: string | null;
+}
+
+export type VaultStatus = "active" | "archived";
+
+export interface VaultRecord {
+  id: string;
+  project_id: string;
+  created_at: number;
+  updated_at: number;
+  name: string | null;
+  metadata: Record<string, string>;
+  status: VaultStatus;
+}
+
+export type CredentialAuthType = "mcp_oauth" | "static_bearer" | "environment_variable";
+
+export interface VaultCredentialRecord {
+  id: string;
+  vault_id: string;
+  project_id: string;
+  created_at: number;
+  updated_at: number;
+  name: string;
+  metadata: Record<string, string>;
+  status: VaultStatus;
+  /** The authentication's non-secret fields, as shown (type, server URL, expiry, refresh metadata, variable name). */
+  auth: { type: CredentialAuthType } & Record<string, unknown>;
+  /** The secret fields (tokens, client secret, value) as sealed JSON. */
+  secret: string;
+  /** The MCP server URL, normalised (credentials match MCP servers by it); null for environment variables. */
+  server_url: string | null;
+}
+
+/** Where sealed values live (key rotation re-seals them): environments, templates, credentials. */
+export type SealedKind = "environment" | "environment_template" | "vault_credential";

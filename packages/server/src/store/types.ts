@@ -6,6 +6,8 @@ import type {
   AgentRecord,
   Appended,
   AutomationRecord,
+  EnvironmentRecord,
+  EnvironmentTemplateRecord,
   EventRecord,
   GoalRecord,
   GoalStatus,
@@ -15,9 +17,13 @@ import type {
   ItemState,
   KeyRecord,
   NewEvent,
+  SealedKind,
   SessionRecord,
   TurnRecord,
   TurnStatus,
+  VaultCredentialRecord,
+  VaultRecord,
+  VaultStatus,
   WebhookDeliveryRecord,
   WebhookDeliveryStatus,
   WebhookEndpointRecord,
@@ -81,6 +87,21 @@ export type WebhookDeliveryPatch = Partial<
     | "attempt_log"
   >
 >;
+
+export type EnvironmentPatch = Partial<Omit<EnvironmentRecord, "id" | "project_id" | "created_at" | "type">>;
+export type EnvironmentTemplatePatch = Partial<
+  Omit<EnvironmentTemplateRecord, "id" | "project_id" | "created_at">
+>;
+export type VaultPatch = Partial<Pick<VaultRecord, "name" | "metadata" | "status" | "updated_at">>;
+export type VaultCredentialPatch = Partial<
+  Pick<VaultCredentialRecord, "name" | "metadata" | "status" | "auth" | "secret" | "updated_at">
+>;
+
+/** Filters of vault and credential lists (metadata: every pair must match; status: any of them). */
+export interface VaultListOptions extends ListOptions {
+  metadata?: Record<string, string>;
+  status?: readonly VaultStatus[];
+}
 
 /** Every data operation. Inside `transaction()` the same operations run in that transaction. */
 export interface Queries {
@@ -149,6 +170,54 @@ export interface Queries {
   putGoal(g: GoalRecord): Promise<void>;
   deleteGoal(sessionId: string): Promise<boolean>;
   listGoals(status?: GoalStatus): Promise<GoalRecord[]>;
+
+  // environments this server prepares, and their templates
+  insertEnvironment(e: EnvironmentRecord): Promise<void>;
+  getEnvironment(id: string): Promise<EnvironmentRecord | undefined>;
+  updateEnvironment(id: string, patch: EnvironmentPatch): Promise<EnvironmentRecord | undefined>;
+  /**
+   * Gives an environment that belongs to no session yet to `sessionId` (atomic: of two sessions, one gets it);
+   * returns it, or undefined when it is gone or already taken.
+   */
+  attachEnvironment(id: string, sessionId: string, at: number): Promise<EnvironmentRecord | undefined>;
+  listEnvironments(opts: ListOptions & { project_id: string }): Promise<Page<EnvironmentRecord>>;
+  /** Environments still being prepared, oldest first (start-up recovery). */
+  listPendingEnvironments(limit: number): Promise<EnvironmentRecord[]>;
+  insertEnvironmentTemplate(t: EnvironmentTemplateRecord): Promise<void>;
+  getEnvironmentTemplate(id: string): Promise<EnvironmentTemplateRecord | undefined>;
+  updateEnvironmentTemplate(
+    id: string,
+    patch: EnvironmentTemplatePatch,
+  ): Promise<EnvironmentTemplateRecord | undefined>;
+  deleteEnvironmentTemplate(id: string): Promise<boolean>;
+  listEnvironmentTemplates(
+    opts: ListOptions & { project_id: string },
+  ): Promise<Page<EnvironmentTemplateRecord>>;
+
+  // vaults and their credentials
+  insertVault(v: VaultRecord): Promise<void>;
+  getVault(id: string): Promise<VaultRecord | undefined>;
+  updateVault(id: string, patch: VaultPatch): Promise<VaultRecord | undefined>;
+  /** Deletes the vault and its credentials. */
+  deleteVault(id: string): Promise<boolean>;
+  listVaults(opts: VaultListOptions & { project_id: string }): Promise<Page<VaultRecord>>;
+  insertVaultCredential(c: VaultCredentialRecord): Promise<void>;
+  getVaultCredential(id: string): Promise<VaultCredentialRecord | undefined>;
+  updateVaultCredential(id: string, patch: VaultCredentialPatch): Promise<VaultCredentialRecord | undefined>;
+  deleteVaultCredential(id: string): Promise<boolean>;
+  listVaultCredentials(vaultId: string, opts: VaultListOptions): Promise<Page<VaultCredentialRecord>>;
+  /** The active credentials of these vaults (of active vaults), oldest first. */
+  credentialsOfVaults(vaultIds: readonly string[]): Promise<VaultCredentialRecord[]>;
+
+  // values sealed with the service's key ring (key rotation)
+  /** Up to `limit` sealed values of a kind that do not start with `prefix` (sealed with another key). */
+  listSealed(
+    kind: SealedKind,
+    notPrefix: string,
+    limit: number,
+  ): Promise<Array<{ id: string; sealed: string }>>;
+  /** Replaces a sealed value if it is still `from` (a concurrent change wins); returns whether it did. */
+  replaceSealed(kind: SealedKind, id: string, from: string, to: string): Promise<boolean>;
 
   // idempotency
   getIdempotency(scope: string, key: string): Promise<IdempotencyRecord | undefined>;

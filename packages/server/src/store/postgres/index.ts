@@ -14,6 +14,7 @@ import type { Queries, Store } from "../types.js";
 import { agentQueries } from "./agents.js";
 import { automationQueries } from "./automations.js";
 import { PG_TYPES, PgDb } from "./db.js";
+import { environmentQueries } from "./environments.js";
 import { eventQueries } from "./events.js";
 import { goalQueries } from "./goals.js";
 import { idempotencyQueries } from "./idempotency.js";
@@ -22,6 +23,7 @@ import { keyQueries } from "./keys.js";
 import { type Migrated, migrate } from "./migrations.js";
 import { sessionQueries } from "./sessions.js";
 import { turnQueries } from "./turns.js";
+import { vaultQueries } from "./vaults.js";
 import { webhookQueries } from "./webhooks.js";
 
 export { MIGRATION_LOCK_KEY, MIGRATIONS, type Migrated, migrate, SCHEMA_VERSION } from "./migrations.js";
@@ -52,6 +54,8 @@ const queries = (db: PgDb): Queries => ({
   ...eventQueries(db),
   ...goalQueries(db),
   ...idempotencyQueries(db),
+  ...environmentQueries(db),
+  ...vaultQueries(db),
   ...automationQueries(db),
   ...webhookQueries(db),
 });

@@ -15,6 +15,7 @@ import { agentQueries } from "./agents.js";
 import { automationQueries } from "./automations.js";
 import { Counters } from "./counters.js";
 import { SqliteDb } from "./db.js";
+import { environmentQueries } from "./environments.js";
 import { eventQueries } from "./events.js";
 import { goalQueries } from "./goals.js";
 import { idempotencyQueries } from "./idempotency.js";
@@ -23,6 +24,7 @@ import { keyQueries } from "./keys.js";
 import { migrate } from "./migrations.js";
 import { sessionQueries } from "./sessions.js";
 import { turnQueries } from "./turns.js";
+import { vaultQueries } from "./vaults.js";
 import { webhookQueries } from "./webhooks.js";
 
 export { MIGRATIONS, migrate, SCHEMA_VERSION } from "./migrations.js";
@@ -48,6 +50,17 @@ const READS: ReadonlySet<QueryName> = new Set<QueryName>([
   "getGoal",
   "listGoals",
   "getIdempotency",
+  "getEnvironment",
+  "listEnvironments",
+  "listPendingEnvironments",
+  "getEnvironmentTemplate",
+  "listEnvironmentTemplates",
+  "getVault",
+  "listVaults",
+  "getVaultCredential",
+  "listVaultCredentials",
+  "credentialsOfVaults",
+  "listSealed",
   "getAutomation",
   "lockAutomation",
   "listAutomations",
@@ -99,6 +112,8 @@ function compose(raw: Database.Database, file: string): SqliteStore {
     ...eventQueries(db, counters),
     ...goalQueries(db),
     ...idempotencyQueries(db),
+    ...environmentQueries(db),
+    ...vaultQueries(db),
     ...automationQueries(db),
     ...webhookQueries(db),
   };
