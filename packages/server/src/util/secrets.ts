@@ -168,3 +168,139 @@ export class LazySecretBox {
     return this.get().open(sealed, context);
   }
 }
+
+/**
+ * Several keys for rotation: the current key seals, any key of the ring opens what it sealed (a sealed value names
+ * its key). Rotating: make a new key the current one and keep the old ones as previous keys; values sealed with them
+ * still open, and `reseal` moves each to the current key (the service does it at start-up); once none is left the
+ * old keys can go.
+ */
+export class SecretKeyring {
+  private readonly current: SecretBox;
+  private readonly byId = new Map<string, SecretBox>();
+
+  constructor(current: Buffer, previous: readonly Buffer[] = []) {
+    this.current = new SecretBox(current);
+    this.byId.set(this.current.keyId, this.current);
+    for (const key of previous) {
+      const box = new SecretBox(key);
+      if (!this.byId.has(box.keyId)) this.byId.set(box.keyId, box);
+    }
+  }
+
+  /** The current key's id. */
+  get keyId(): string {
+    return this.current.keyId;
+  }
+
+  /** How every value sealed with the current key starts. */
+  get currentPrefix(): string {
+    return `${VERSION}.${this.current.keyId}.`;
+  }
+
+  /** The ids of every key of the ring, the current one first. */
+  get keyIds(): string[] {
+    return [...this.byId.keys()];
+  }
+
+  seal(plain: string, context: string): string {
+    return this.current.seal(plain, context);
+  }
+
+  open(sealed: string, context: string): string {
+    const keyId = sealed.split(".")[1] ?? "";
+    const box = this.byId.get(keyId);
+    if (!box) {
+      throw new SecretKeyError(
+        `this secret was sealed with a key this instance does not have (${keyId}; it has ${this.keyIds.join(", ")}): ` +
+          "keep the old key among the previous keys (AGENT_SECRET_KEYS_PREVIOUS) until its values are re-sealed",
+      );
+    }
+    return box.open(sealed, context);
+  }
+
+  /** Whether a sealed value was sealed with another key than the current one. */
+  isStale(sealed: string): boolean {
+    return !sealed.startsWith(this.currentPrefix);
+  }
+
+  /** The value sealed again with the current key (it must open with a key of the ring). */
+  reseal(sealed: string, context: string): string {
+    return this.isStale(sealed) ? this.seal(this.open(sealed, context), context) : sealed;
+  }
+}
+
+/** Keys separated by commas or whitespace (each 32 bytes as base64 or hex); empty: none. */
+export function parseSecretKeyList(raw: string, where: string): Buffer[] {
+  return raw
+    .split(/[\s,]+/)
+    .filter((k) => k !== "")
+    .map((k, i) => parseSecretKey(k, `${where} (key ${i + 1})`));
+}
+
+export interface KeyringSource extends SecretKeySource {
+  /** Previous keys (AGENT_SECRET_KEYS_PREVIOUS), and/or a file holding them one per line. */
+  previousKeys?: string | null;
+  previousKeysFile?: string | null;
+}
+
+/** The current key (as {@link loadSecretKey} finds or makes it) and the previous ones. */
+export function loadSecretKeyring(src: KeyringSource): LoadedKey & { previous: Buffer[] } {
+  const current = loadSecretKey(src);
+  const previous = src.previousKeys ? parseSecretKeyList(src.previousKeys, "AGENT_SECRET_KEYS_PREVIOUS") : [];
+  if (src.previousKeysFile) {
+    let content: string;
+    try {
+      content = readFileSync(src.previousKeysFile, "utf8");
+    } catch (err) {
+      throw new SecretKeyError(
+        `cannot read the previous keys file ${src.previousKeysFile}: ${(err as Error).message}`,
+      );
+    }
+    previous.push(...parseSecretKeyList(content, src.previousKeysFile));
+  }
+  return { ...current, previous };
+}
+
+/** A SecretKeyring whose keys are loaded on first use. */
+export class LazySecretKeyring {
+  private ring: SecretKeyring | null = null;
+
+  constructor(
+    private readonly load: () => LoadedKey & { previous: Buffer[] },
+    private readonly onLoad: (k: Omit<LoadedKey, "key">) => void = () => undefined,
+  ) {}
+
+  private get(): SecretKeyring {
+    if (!this.ring) {
+      const { key, previous, ...about } = this.load();
+      this.ring = new SecretKeyring(key, previous);
+      this.onLoad(about);
+    }
+    return this.ring;
+  }
+
+  get keyId(): string {
+    return this.get().keyId;
+  }
+
+  get currentPrefix(): string {
+    return this.get().currentPrefix;
+  }
+
+  seal(plain: string, context: string): string {
+    return this.get().seal(plain, context);
+  }
+
+  open(sealed: string, context: string): string {
+    return this.get().open(sealed, context);
+  }
+
+  isStale(sealed: string): boolean {
+    return this.get().isStale(sealed);
+  }
+
+  reseal(sealed: string, context: string): string {
+    return this.get().reseal(sealed, context);
+  }
+}
