@@ -74,6 +74,32 @@ export interface Config {
   goals: GoalLimits;
   /** Workspace checkpoints (a shadow git store per workspace directory, outside it). */
   checkpoints: CheckpointSettings;
+  /** Environments this server prepares (`openai_hosted`), self-hosted directories, vaults. */
+  environments: EnvironmentSettings;
+}
+
+export interface EnvironmentSettings {
+  /** Directories a `self_hosted` environment's `workspace_directory` may be in (default: the workspace root). */
+  selfHostedRoots: string[];
+  /** The longest a setup command (or a package install) may run (seconds). */
+  setupTimeoutSeconds: number;
+  /** Whether setup commands and package installs have the network (the agent's own policy applies after them). */
+  setupNetwork: boolean;
+  /** The npm registry and pip index package installs use (null: the machine's configuration). */
+  npmRegistry: string | null;
+  pipIndexUrl: string | null;
+  /** The Python that makes an environment's virtualenv. */
+  python: string;
+  /**
+   * An operator's program installing `packages.system` (run outside the agent's sandbox, with the package names as
+   * arguments); null: system packages are refused.
+   */
+  systemInstaller: string | null;
+  /** Whether `environment_variable` vault credentials are given to the agent's commands (their value in `env`). */
+  allowEnvCredentials: boolean;
+  /** Keys sealing was done with before the current one (rotation): they still open, never seal. */
+  previousSecretKeys: string | null;
+  previousSecretKeysFile: string | null;
 }
 
 export interface CheckpointSettings {
@@ -172,6 +198,29 @@ Options (environment variable in brackets):
                              prune and repack a store idle this long (AGENT_CHECKPOINT_IDLE, default 30)
   --checkpoint-events <who>  template | all: which dialects' streams carry agent.session.checkpoint.created
                              (AGENT_CHECKPOINT_EVENTS, default template: the official SDKs do not know it)
+  --self-hosted-root <dir>   a directory self_hosted environments may use (workspace_directory inside it), repeatable
+                             (AGENT_SELF_HOSTED_ROOTS, comma-separated; default the workspace root)
+  --environment-setup-timeout <seconds>
+                             longest a setup command or package install of an environment may run
+                             (AGENT_ENVIRONMENT_SETUP_TIMEOUT, default 600)
+  --environment-setup-network <on|off>
+                             whether setup commands and package installs have the network
+                             (AGENT_ENVIRONMENT_SETUP_NETWORK, default on)
+  --environment-npm-registry <url>
+                             npm registry of package installs (AGENT_ENVIRONMENT_NPM_REGISTRY, default the
+                             machine's npm configuration)
+  --environment-pip-index-url <url>
+                             pip index of package installs (AGENT_ENVIRONMENT_PIP_INDEX_URL, default pip's)
+  --environment-python <cmd> the Python making environments' virtualenvs (AGENT_ENVIRONMENT_PYTHON, default python3)
+  --environment-system-installer <program>
+                             installs packages.system: run OUTSIDE the agent's sandbox with the package names as
+                             arguments (AGENT_ENVIRONMENT_SYSTEM_INSTALLER; default none: system packages refused)
+  --allow-env-credentials    give environment_variable vault credentials to the agent's commands as variables
+                             (AGENT_ALLOW_ENV_CREDENTIALS=1; default off: such credentials are refused)
+  --secret-keys-previous-file <file>
+                             keys secrets were sealed with before the current one, one per line: they still open
+                             and are re-sealed with the current key at start-up (AGENT_SECRET_KEYS_PREVIOUS_FILE;
+                             or AGENT_SECRET_KEYS_PREVIOUS holding them, comma-separated)
 `;
 
 export function usage(): string {
@@ -266,6 +315,15 @@ export function loadConfig(
       "checkpoint-max-patch": { type: "string" },
       "checkpoint-idle": { type: "string" },
       "checkpoint-events": { type: "string" },
+      "self-hosted-root": { type: "string", multiple: true },
+      "environment-setup-timeout": { type: "string" },
+      "environment-setup-network": { type: "string" },
+      "environment-npm-registry": { type: "string" },
+      "environment-pip-index-url": { type: "string" },
+      "environment-python": { type: "string" },
+      "environment-system-installer": { type: "string" },
+      "allow-env-credentials": { type: "boolean" },
+      "secret-keys-previous-file": { type: "string" },
     },
     strict: true,
     allowPositionals: false,
@@ -378,6 +436,78 @@ export function loadConfig(
       maxDurationSeconds: int("AGENT_GOAL_MAX_DURATION_LIMIT", env.AGENT_GOAL_MAX_DURATION_LIMIT, 86_400, 1),
     },
     checkpoints: checkpointSettings(values, env, dataDir, abs),
+    environments: environmentSettings(
+      values,
+      env,
+      abs(values.workspace ?? env.WORKSPACE ?? `${dataDir}/workspace`),
+      abs,
+    ),
+  };
+}
+
+/** Environments, self-hosted directories and vaults (flags win over the environment). */
+function environmentSettings(
+  values: {
+    "self-hosted-root"?: string[];
+    "environment-setup-timeout"?: string;
+    "environment-setup-network"?: string;
+    "environment-npm-registry"?: string;
+    "environment-pip-index-url"?: string;
+    "environment-python"?: string;
+    "environment-system-installer"?: string;
+    "allow-env-credentials"?: boolean;
+    "secret-keys-previous-file"?: string;
+  },
+  env: NodeJS.ProcessEnv,
+  workspaceRoot: string,
+  abs: (p: string) => string,
+): EnvironmentSettings {
+  const roots = (values["self-hosted-root"] ?? (env.AGENT_SELF_HOSTED_ROOTS ?? "").split(","))
+    .map((r) => r.trim())
+    .filter((r) => r !== "")
+    .map(abs);
+  const network = (
+    values["environment-setup-network"] ??
+    env.AGENT_ENVIRONMENT_SETUP_NETWORK ??
+    "on"
+  ).toLowerCase();
+  if (!["on", "off", "1", "0", "true", "false"].includes(network)) {
+    throw new ConfigError(`--environment-setup-network must be on or off, got "${network}"`);
+  }
+  const url = (flag: string, raw: string | undefined): string | null => {
+    if (raw === undefined || raw === "") return null;
+    try {
+      new URL(raw);
+    } catch {
+      throw new ConfigError(`${flag} takes a URL, got "${raw}"`);
+    }
+    return raw;
+  };
+  const installer = values["environment-system-installer"] || env.AGENT_ENVIRONMENT_SYSTEM_INSTALLER;
+  const previousFile = values["secret-keys-previous-file"] || env.AGENT_SECRET_KEYS_PREVIOUS_FILE;
+  return {
+    selfHostedRoots: roots.length > 0 ? roots : [workspaceRoot],
+    setupTimeoutSeconds: int(
+      "--environment-setup-timeout",
+      values["environment-setup-timeout"] ?? env.AGENT_ENVIRONMENT_SETUP_TIMEOUT,
+      600,
+      1,
+      86_400,
+    ),
+    setupNetwork: network === "on" || network === "1" || network === "true",
+    npmRegistry: url(
+      "--environment-npm-registry",
+      values["environment-npm-registry"] ?? env.AGENT_ENVIRONMENT_NPM_REGISTRY,
+    ),
+    pipIndexUrl: url(
+      "--environment-pip-index-url",
+      values["environment-pip-index-url"] ?? env.AGENT_ENVIRONMENT_PIP_INDEX_URL,
+    ),
+    python: values["environment-python"] || env.AGENT_ENVIRONMENT_PYTHON || "python3",
+    systemInstaller: installer ? abs(installer) : null,
+    allowEnvCredentials: values["allow-env-credentials"] ?? env.AGENT_ALLOW_ENV_CREDENTIALS === "1",
+    previousSecretKeys: env.AGENT_SECRET_KEYS_PREVIOUS || null,
+    previousSecretKeysFile: previousFile ? abs(previousFile) : null,
   };
 }
 

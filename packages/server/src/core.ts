@@ -11,6 +11,10 @@ import { AgentService } from "./domain/agents.js";
 import { AutomationDeliverer } from "./domain/automations/deliverer.js";
 import { AutomationScheduler } from "./domain/automations/scheduler.js";
 import { AutomationService } from "./domain/automations/service.js";
+import { SessionEngines } from "./domain/environments/engines.js";
+import { Provisioner } from "./domain/environments/provision.js";
+import { SecretRedactor } from "./domain/environments/redaction.js";
+import { EnvironmentService } from "./domain/environments/service.js";
 import { GoalBook } from "./domain/goals/book.js";
 import { GoalService } from "./domain/goals/service.js";
 import { KeyService } from "./domain/keys.js";
@@ -19,6 +23,7 @@ import { SessionService } from "./domain/sessions.js";
 import { TurnControl } from "./domain/turns/control.js";
 import { TurnRunner } from "./domain/turns/runner.js";
 import { Takeover } from "./domain/turns/takeover.js";
+import { VaultService } from "./domain/vaults/service.js";
 import { WebhookDeliverer } from "./domain/webhooks/deliverer.js";
 import type { Sealer } from "./domain/webhooks/events.js";
 import { WebhookService } from "./domain/webhooks/service.js";
@@ -27,7 +32,7 @@ import type { Engines } from "./engine/types.js";
 import type { Store } from "./store/types.js";
 import { EventHub } from "./stream/hub.js";
 import { type Clock, systemClock } from "./util/clock.js";
-import { LazySecretBox, loadSecretKey } from "./util/secrets.js";
+import { LazySecretBox, LazySecretKeyring, loadSecretKey, loadSecretKeyring } from "./util/secrets.js";
 
 export interface Infrastructure {
   store: Store;
@@ -67,15 +72,29 @@ export interface Core {
   workers: BackgroundWorkers;
   /** Workspace checkpoints per turn (attached to the turn and session hooks). */
   checkpoints: CheckpointService;
+  /** Environments this server prepares for sessions (official `openai_hosted`), their files and templates. */
+  environments: EnvironmentService;
+  /** Vaults and their credentials (MCP servers' authorization, environment variables). */
+  vaults: VaultService;
 }
 
 export function createCore(config: Config, infra: Infrastructure): Core {
-  const { store, engines, logger } = infra;
+  const { store, logger } = infra;
   const clock = infra.clock ?? systemClock;
   const cluster = infra.cluster ?? new LocalCluster();
   const rollouts = infra.rollouts ?? localRollouts;
-  const hub = new EventHub(store, { now: () => clock.now() });
+  // Secret values given to a session's agent are redacted from everything its log stores.
+  const redactor = new SecretRedactor();
+  const hub = new EventHub(redactor.wrap(store), { now: () => clock.now() });
+  const { environments, vaults, engines } = environmentsAndVaults(config, {
+    ...infra,
+    clock,
+    cluster,
+    hub,
+    redactor,
+  });
   const runner = new TurnRunner({ store, hub, engines, config, clock, logger, cluster, rollouts });
+  engines.stopWaitsOn(runner);
   const control = new TurnControl({ runner, cluster, store, logger });
   const agents = new AgentService(store, clock, config.model);
   const sessions = new SessionService({
@@ -117,6 +136,12 @@ export function createCore(config: Config, infra: Infrastructure): Core {
   });
   runner.use(checkpoints.turnHooks());
   sessions.use(checkpoints.sessionHooks());
+  sessions.use({
+    afterDelete: async (s) => {
+      redactor.forget(s.id);
+      await environments.sessionDeleted(s);
+    },
+  });
   return {
     config,
     logger,
@@ -137,6 +162,8 @@ export function createCore(config: Config, infra: Infrastructure): Core {
     webhooks,
     workers,
     checkpoints,
+    environments,
+    vaults,
   };
 }
 
@@ -146,6 +173,14 @@ export function createCore(config: Config, infra: Infrastructure): Core {
  */
 export async function recover(core: Core): Promise<void> {
   const { runner, goals, store, logger } = core;
+  const failed = await core.environments.recover();
+  if (failed)
+    logger.warn({ environments: failed }, "environments being prepared at the last shutdown have failed");
+  // Secrets sealed with a previous key are sealed again with the current one (in the background).
+  void core.vaults
+    .resealAll()
+    .then((n) => n > 0 && logger.info({ secrets: n }, "re-sealed secrets with the current key"))
+    .catch((err: unknown) => logger.error({ err: String(err) }, "re-sealing secrets failed"));
   if (core.cluster.stats().kind !== "single") {
     await core.takeover.sweep();
     return;
@@ -234,4 +269,61 @@ function automationsAndWebhooks(
     webhooks: new WebhookService({ store, clock, secrets, policy }),
     workers: new BackgroundWorkers(scheduler, invocations, webhookDeliverer),
   };
+}
+
+/**
+ * Environments and vaults: their services, and the engines as the turns lease them (a session's environment is
+ * waited for; its variables and its vaults' credentials are added to its thread).
+ */
+function environmentsAndVaults(
+  config: Config,
+  deps: Infrastructure & { clock: Clock; cluster: Cluster; hub: EventHub; redactor: SecretRedactor },
+) {
+  const { store, clock, logger, cluster, hub, redactor } = deps;
+  const keyring = new LazySecretKeyring(
+    () =>
+      loadSecretKeyring({
+        key: config.secretKey,
+        keyFile: config.secretKeyFile,
+        dataDir: config.dataDir,
+        previousKeys: config.environments.previousSecretKeys,
+        previousKeysFile: config.environments.previousSecretKeysFile,
+      }),
+    ({ origin, path, warning }) => {
+      if (origin === "generated") {
+        logger.warn(
+          { path },
+          "generated a secret key for secrets at rest (keep it: without it they are lost)",
+        );
+      }
+      if (warning) logger.warn(warning);
+    },
+  );
+  const vaults = new VaultService({
+    store,
+    clock,
+    keyring,
+    logger,
+    allowEnvCredentials: config.environments.allowEnvCredentials,
+  });
+  const provisioner = new Provisioner({ engines: deps.engines, settings: config.environments, logger });
+  const environments = new EnvironmentService({
+    store,
+    hub,
+    clock,
+    logger,
+    config,
+    keyring,
+    vaults,
+    provisioner,
+    instanceId: cluster.instanceId,
+  });
+  const engines = new SessionEngines(deps.engines, {
+    environments,
+    vaults,
+    redactor,
+    logger,
+    waitMs: config.turnTimeoutSeconds * 1000,
+  });
+  return { environments, vaults, engines };
 }

@@ -142,47 +142,34 @@ describe("client mistakes and unimplemented endpoints", () => {
     expect(((await res.json()) as { error: { type: string } }).error.type).toBe("not_found_error");
   });
 
-  it("422 UnprocessableEntityError for a well-formed request this server cannot serve (hosted environment)", async () => {
+  it("422 UnprocessableEntityError for a well-formed request this server cannot serve (a domain-restricted network)", async () => {
     const before = (await client.beta.agents.sessions.list({ limit: 100 })).data.length;
     const e = expectApiError(
       await rejection(
         client.beta.agents.sessions.create({
           agent: { model: "mock-model" },
-          environment: { type: "openai_hosted" },
+          environment: {
+            type: "openai_hosted",
+            network: { access: "restricted", allowed_domains: ["pypi.org"] },
+          },
         }),
       ),
       UnprocessableEntityError,
       422,
     );
-    expect(e.param).toBe("environment.type");
-    expect(e.message).toMatch(/self_hosted/);
+    expect(e.param).toBe("environment.network.access");
+    expect(e.message).toMatch(/restricted/);
     expect((await client.beta.agents.sessions.list({ limit: 100 })).data.length).toBe(before);
   });
 
   it("unimplemented endpoints answer 501 'not implemented' in the official shape, without retries", async () => {
     const { client: retrying, requests } = countingSdk(f);
-    const a = retrying.beta.agents;
     const calls: Array<[string, () => Promise<unknown>]> = [
-      ["environments.create", () => a.environments.create({ environment: { type: "openai_hosted" } })],
-      ["environments.retrieve", () => a.environments.retrieve("env_1")],
-      ["environments.list", () => a.environments.list()],
-      ["environments.files.create", () => a.environments.files.create("env_1", {} as never)],
-      ["environments.files.list", () => a.environments.files.list("env_1")],
-      ["environments.templates.create", () => a.environments.templates.create({ name: "t" })],
-      ["environments.templates.retrieve", () => a.environments.templates.retrieve("tmpl_1")],
-      ["environments.templates.update", () => a.environments.templates.update("tmpl_1", { name: "t2" })],
-      ["environments.templates.list", () => a.environments.templates.list()],
-      ["environments.templates.delete", () => a.environments.templates.delete("tmpl_1")],
-      ["vaults.create", () => a.vaults.create({ name: "v" })],
-      ["vaults.retrieve", () => a.vaults.retrieve("vault_1")],
-      ["vaults.update", () => a.vaults.update("vault_1", { name: "v2" })],
-      ["vaults.list", () => a.vaults.list()],
-      ["vaults.delete", () => a.vaults.delete("vault_1")],
-      ["vaults.credentials.create", () => a.vaults.credentials.create("vault_1", { name: "c" } as never)],
-      ["vaults.credentials.retrieve", () => a.vaults.credentials.retrieve("cred_1", { vault_id: "vault_1" })],
-      ["vaults.credentials.update", () => a.vaults.credentials.update("cred_1", { vault_id: "vault_1" })],
-      ["vaults.credentials.list", () => a.vaults.credentials.list("vault_1")],
-      ["vaults.credentials.delete", () => a.vaults.credentials.delete("cred_1", { vault_id: "vault_1" })],
+      // The Files API (environments and vaults are served: environments.test.ts, vaults.test.ts), asked in the
+      // official dialect.
+      ["files.list", () => retrying.files.list({}, { headers: BETA })],
+      ["files.retrieve", () => retrying.files.retrieve("file_1", { headers: BETA })],
+      ["files.delete", () => retrying.files.delete("file_1", { headers: BETA })],
     ];
     for (const [what, call] of calls) {
       const before = requests();

@@ -47,7 +47,12 @@ export class SessionService {
   async create(
     scope: Scope,
     f: SessionFields,
-    opts: { workspace: WorkspaceMode; startingTurn?: boolean },
+    opts: {
+      workspace: WorkspaceMode;
+      startingTurn?: boolean;
+      /** A directory chosen for it (an environment made ahead, a self-hosted directory) instead of its own. */
+      directory?: string;
+    },
   ): Promise<SessionRecord> {
     const { store, hub, config, clock } = this.deps;
     let base: SessionFields = {};
@@ -78,7 +83,9 @@ export class SessionService {
       tools: f.tools ?? base.tools ?? [],
       metadata: f.metadata ?? {},
       thread_id: null,
-      workspace: opts.workspace === "session" ? join(config.workspaceRoot, id) : config.workspaceRoot,
+      workspace:
+        opts.directory ??
+        (opts.workspace === "session" ? join(config.workspaceRoot, id) : config.workspaceRoot),
       usage: { ...ZERO_USAGE },
       error: null,
       active_turn_id: null,

@@ -11,6 +11,13 @@ const str = (value: string): string => JSON.stringify(value);
 /** The engine's permission profile for agent commands (unless the operator chose danger-full-access). */
 export const PERMISSION_PROFILE = "agent";
 
+/**
+ * The profile an environment's setup commands and package installs run under (engine `command/exec`): the agent's
+ * files (the system directories, its own workspace writable, nothing else), plus the network unless the operator
+ * turned it off for setup.
+ */
+export const SETUP_PERMISSION_PROFILE = "agent_setup";
+
 /** Whether agent commands run under this server's permission profile (the isolation the API promises). */
 export const isolated = (config: Config) => config.sandbox !== "danger-full-access";
 
@@ -73,6 +80,17 @@ export function engineConfigToml(config: Config, providerUrl: string): string {
       `[permissions.${PERMISSION_PROFILE}.filesystem.":workspace_roots"]`,
       `"." = ${str(workspace)}`,
       `".git" = ${str(workspace)}`,
+      "",
+      `[permissions.${SETUP_PERMISSION_PROFILE}.filesystem]`,
+      `":minimal" = "read"`,
+      `${str(resolveCodexBinary())} = "read"`,
+      "",
+      `[permissions.${SETUP_PERMISSION_PROFILE}.filesystem.":workspace_roots"]`,
+      `"." = "write"`,
+      `".git" = "write"`,
+      "",
+      `[permissions.${SETUP_PERMISSION_PROFILE}.network]`,
+      `enabled = ${config.environments.setupNetwork}`,
     );
   }
   return `${lines.join("\n")}\n`;

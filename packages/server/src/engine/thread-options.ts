@@ -5,6 +5,28 @@ import { functionTools, type McpTool, mcpTools, toolsOf } from "../domain/tools.
 import type { SessionRecord } from "../store/types.js";
 import { isolated, PERMISSION_PROFILE } from "./codex-home.js";
 
+/** The session each thread options object was built for (read by engine decorators: environments, vaults). */
+const built = new WeakMap<ThreadOptions, SessionRecord>();
+export const sessionOfThreadOptions = (options: ThreadOptions): SessionRecord | undefined =>
+  built.get(options);
+
+/**
+ * What a session's environment adds to its thread (set when the environment is made: domain/environments): the
+ * network for its commands (the permission profile's, per thread), variables (never secret ones: those are added
+ * when the thread is leased) and directories put first on PATH (its installed packages).
+ */
+export interface EnvironmentThread {
+  network: boolean;
+  env: Record<string, string>;
+  path: string[];
+}
+
+export function environmentThreadOf(session: SessionRecord): EnvironmentThread | null {
+  const t = session.extra.environment_thread as Partial<EnvironmentThread> | undefined;
+  if (!t || typeof t !== "object") return null;
+  return { network: t.network === true, env: { ...t.env }, path: [...(t.path ?? [])] };
+}
+
 /**
  * How a session's engine thread is started or resumed: its cwd (the only place its commands may read and write,
  * under the engine's permission profile from config.toml — a `sandbox` here would replace that profile), model,
@@ -25,13 +47,18 @@ export function threadOptionsFor(
   const mcp = Object.fromEntries(
     mcpTools(session.tools).map((t) => [t.server_label, mcpServerConfig(t, asks)]),
   );
-  return {
+  const environment = environmentThreadOf(session);
+  const options: ThreadOptions = {
     cwd: session.workspace,
     model: session.model,
     ...(isolated(config) ? {} : { sandbox: config.sandbox }),
     approvalPolicy: settings.approval_policy,
     config: {
-      shell_environment_policy: { set: { HOME: session.workspace } },
+      shell_environment_policy: { set: { HOME: session.workspace, ...environmentVariables(environment) } },
+      // An environment with the network: the profile's network, for this thread only (same profile otherwise).
+      ...(environment?.network && isolated(config)
+        ? { permissions: { [PERMISSION_PROFILE]: { network: { enabled: true } } } }
+        : {}),
       // Also per thread (sent again on every resume): a thread first started elsewhere, or under an older
       // configuration, runs under the profile from now on.
       ...(isolated(config) ? { default_permissions: PERMISSION_PROFILE } : {}),
@@ -51,6 +78,15 @@ export function threadOptionsFor(
     ...(session.instructions ? { developerInstructions: session.instructions } : {}),
     ...(onServerRequest ? { onServerRequest } : {}),
   };
+  built.set(options, session);
+  return options;
+}
+
+/** The environment's variables, with its directories first on the engine's PATH. */
+function environmentVariables(environment: EnvironmentThread | null): Record<string, string> {
+  if (!environment) return {};
+  const path = [...environment.path, process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin"].join(":");
+  return { ...environment.env, ...(environment.path.length > 0 ? { PATH: path } : {}) };
 }
 
 /**

@@ -26,6 +26,7 @@ import { redacted, toolsOf } from "../domain/tools.js";
 import { subagentIdOf } from "../domain/turns/subagents.js";
 import type {
   AgentRecord,
+  EnvironmentConfig,
   EventRecord,
   ItemRecord,
   ItemState,
@@ -39,6 +40,7 @@ import type {
   Usage,
 } from "../store/types.js";
 import { checkpointEventObject } from "./checkpoint.js";
+import { environmentEventObject, hostedEnvironmentObject } from "./environments.js";
 import { goalObject } from "./goal.js";
 import { toolResultOutput } from "./tool-output.js";
 
@@ -125,6 +127,10 @@ export const LOCAL_ENVIRONMENT_ID = "env_local";
 /** The environment a session reports: none, or this server's own workspace as a self-hosted environment. */
 function environmentOf(s: SessionRecord): Environment {
   if (s.extra.environment === "none") return { type: "none" };
+  // Prepared by this server (domain/environments): what it was made with, without its secrets.
+  if (s.extra.environment === "openai_hosted" && typeof s.extra.environment_id === "string") {
+    return hostedEnvironmentObject(s.extra.environment_id, s.extra.environment_view as EnvironmentConfig);
+  }
   return {
     type: "self_hosted",
     id: LOCAL_ENVIRONMENT_ID,
@@ -155,7 +161,7 @@ export function sessionObject(s: SessionRecord): AgentSession {
     required_actions: s.required_actions.map(requiredAction),
     status: s.status,
     usage: usageObject(s.usage),
-    vault_ids: [],
+    vault_ids: Array.isArray(s.extra.vault_ids) ? (s.extra.vault_ids as string[]) : [],
   };
 }
 
@@ -584,6 +590,14 @@ export function renderEvent(e: EventRecord, agentId: string): AgentSessionEvent[
       if (turn.status === "failed") return [{ ...base, type: "agent.session.turn.failed" }];
       return [{ ...base, type: "agent.session.turn.cancelled" }];
     }
+    case "environment.updated":
+      return [
+        environmentEventObject(e.data.environment, {
+          event_id: event_id(),
+          session_id,
+          turn_id,
+        }) as AgentSessionEvent,
+      ];
     case "mcp_server.status":
       // This server's extension (not in the SDK's event union).
       return [

@@ -171,6 +171,11 @@ export function renderEvent(e: EventRecord): SseFrame | null {
         event: `agent.session.subagent.${e.data.change}`,
         data: { session_id, subagent: e.data.subagent },
       };
+    case "environment.updated":
+      return {
+        event: `agent.session.environment.${e.data.environment.status}`,
+        data: { session_id, turn_id: e.turn_id, environment: e.data.environment },
+      };
     case "mcp_server.status":
       return {
         event: "agent.session.mcp_server.status",

@@ -71,10 +71,14 @@ def test_bad_request(client: StrictOpenAI, idle_session: Any) -> None:
     )
     expect_error(openai.BadRequestError, 400, lambda: a.list(limit=0))
     expect_error(openai.BadRequestError, 400, lambda: a.sessions.list(order="sideways"))  # type: ignore[arg-type]
-    # An environment this server cannot provide.
+    # An environment this server cannot provide (a domain-restricted network).
     expect_error(
         openai.UnprocessableEntityError, 422,
-        lambda: a.sessions.create(environment={"type": "openai_hosted"}, agent={"model": MODEL}, input="hi"),
+        lambda: a.sessions.create(
+            environment={"type": "openai_hosted", "network": {"access": "restricted", "allowed_domains": ["x.org"]}},
+            agent={"model": MODEL},
+            input="hi",
+        ),
     )
     # Nothing was applied.
     assert client.beta.agents.sessions.retrieve(sid).status == "idle"

@@ -5,8 +5,10 @@ import { goalRoutes } from "../goal.js";
 import { agentRoutes } from "./agents.js";
 import { artifactRoutes } from "./artifacts.js";
 import { automationRoutes } from "./automations.js";
+import { environmentRoutes } from "./environments.js";
 import { historyRoutes } from "./history.js";
 import { sessionRoutes } from "./sessions.js";
+import { vaultRoutes } from "./vaults.js";
 import { webhookRoutes } from "./webhooks.js";
 
 /** The official OpenAI Agents API wire format (requests carrying `OpenAI-Beta: agents=v1`). */
@@ -17,6 +19,8 @@ export const openaiPlugin = (core: Core) =>
     historyRoutes(app, core);
     artifactRoutes(app, core);
     goalRoutes(app, core);
+    environmentRoutes(app, core);
+    vaultRoutes(app, core);
     automationRoutes(app, core);
     // (served whatever the dialect header: the SDK's webhook methods send none)
     webhookRoutes(app, core);

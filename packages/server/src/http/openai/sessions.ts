@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { Core } from "../../core.js";
-import { badRequest, conflict, unprocessable } from "../../domain/errors.js";
+import { badRequest, conflict } from "../../domain/errors.js";
 import { isTurnEnd } from "../../domain/events.js";
 import { parseGoalOption } from "../../domain/goals/book.js";
 import { hasContent, parseInput, type TurnInput } from "../../domain/input.js";
@@ -15,6 +15,7 @@ import { idempotent } from "../idempotency.js";
 import { type Cursor, type Frame, parseCursor, streamLog } from "../sse.js";
 import { ListQuery, Metadata, SessionParams } from "../validate.js";
 import { Settings, settingsPatch, Tools } from "./agents.js";
+import { sessionEnvironment } from "./environments.js";
 
 const AgentOverrides = z
   .object({
@@ -148,12 +149,7 @@ export function sessionRoutes(app: App, core: Core): void {
 
   app.post("/v1/agents/sessions", { schema: { body: SessionCreate } }, async (req, reply) => {
     const b = req.body;
-    if (b.environment?.type === "openai_hosted") {
-      throw unprocessable(
-        "This server runs sessions in its own workspace: use environment {type: 'none'} or {type: 'self_hosted'}",
-        "environment.type",
-      );
-    }
+    const vaultIds = await core.vaults.checkVaultIds(req.scope, b.vault_ids, "vault_ids");
     const a = b.agent ?? {};
     const fields: SessionFields = {
       ...(b.agent_id ? { agent_id: b.agent_id } : {}),
@@ -178,8 +174,22 @@ export function sessionRoutes(app: App, core: Core): void {
     };
     const input = b.input === undefined || b.input === null ? null : officialInput(b.input);
     if (b.stream && !input) throw badRequest("'input' is required when 'stream' is true", "input");
-    const workspace = b.workspace_mode ?? (core.config.workspaceMode === "shared" ? "shared" : "session");
-    const session = await sessions.create(req.scope, fields, { workspace, startingTurn: input !== null });
+    // The environment is checked (and one made ahead reserved) before the session exists.
+    const env = await sessionEnvironment(core, req.scope, b.environment, vaultIds);
+    fields.extra = { ...fields.extra, ...env.extra };
+    const workspace =
+      env.workspace ?? b.workspace_mode ?? (core.config.workspaceMode === "shared" ? "shared" : "session");
+    const session = await sessions
+      .create(req.scope, fields, {
+        workspace,
+        startingTurn: input !== null,
+        ...(env.directory ? { directory: env.directory } : {}),
+      })
+      .catch(async (err: unknown) => {
+        await env.abandoned();
+        throw err;
+      });
+    await env.created(session);
     const sent = input ? await messages.send(session, input, { whileBusy: "refuse" }) : null;
     if (b.stream && sent) {
       return sessionStream(req, reply, session, {

@@ -1,0 +1,186 @@
+/**
+ * The engines as the turn runner leases them, with what a session's environment and vaults add to its engine
+ * thread on every start and resume (the engine keeps none of it):
+ * - a session whose environment is being prepared waits for it (at most the turn timeout) before its thread is
+ *   started; a failed environment fails the turn with `environment_failed` and the failure's message;
+ * - the environment's variables and the session's environment-variable credentials are the commands' variables
+ *   (`shell_environment_policy.set`, never in the engine's files);
+ * - an MCP server without its own Authorization gets the one credential of the session's vaults whose server URL
+ *   is its own (`http_headers.Authorization`), refreshed first when it is an OAuth token about to expire;
+ * - every value handed out is redacted from what the session's log stores from then on (redaction.ts).
+ * Once the thread is bound, a ready environment becomes `connected`.
+ */
+import type { ThreadOptions } from "@codex-agent-api/codex";
+import type { Logger } from "pino";
+import { sessionOfThreadOptions } from "../../engine/thread-options.js";
+import type { Engines, Lease, LeaseOptions } from "../../engine/types.js";
+import type { EnvironmentRecord, SessionRecord } from "../../store/types.js";
+import { HookFailure } from "../hooks.js";
+import type { VaultService } from "../vaults/service.js";
+import { normaliseServerUrl } from "../vaults/urls.js";
+import type { SecretRedactor } from "./redaction.js";
+import { type EnvironmentService, sessionVaults } from "./service.js";
+
+export interface SessionEnginesDeps {
+  environments: EnvironmentService;
+  vaults: VaultService;
+  redactor: SecretRedactor;
+  logger: Logger;
+  /** The longest a turn waits for its environment (ms). */
+  waitMs: number;
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  !!v && typeof v === "object" && !Array.isArray(v);
+
+/** The operations that stop a session's turn (the runner's). */
+export interface TurnStopper {
+  cancel(sessionId: string): Promise<unknown>;
+  abort(sessionId: string, message: string): Promise<void>;
+}
+
+export class SessionEngines implements Engines {
+  /** Turns waiting for their environment, by session: a stopped turn stops waiting. */
+  private readonly waits = new Map<string, AbortController>();
+
+  constructor(
+    private readonly inner: Engines,
+    private readonly deps: SessionEnginesDeps,
+  ) {}
+
+  async lease(threadId: string | null, options: ThreadOptions, opts?: LeaseOptions): Promise<Lease> {
+    const session = sessionOfThreadOptions(options);
+    if (!session) return this.inner.lease(threadId, options, opts);
+    const env = await this.environmentOf(session);
+    const augmented = await this.withSecrets(session, env, options);
+    const lease = await this.inner.lease(threadId, augmented, opts);
+    if (env) {
+      await this.deps.environments
+        .connected(session.id, env, session.active_turn_id)
+        .catch((err: unknown) =>
+          this.deps.logger.error({ session: session.id, err: String(err) }, "environment status not stored"),
+        );
+    }
+    return lease;
+  }
+
+  /** The session's environment once prepared (null: it has none); a turn cannot run without it. */
+  private async environmentOf(session: SessionRecord): Promise<EnvironmentRecord | null> {
+    const id = session.extra.environment_id;
+    if (typeof id !== "string") return null;
+    const waiting = new AbortController();
+    this.waits.set(session.id, waiting);
+    let env: EnvironmentRecord | undefined;
+    try {
+      env = await this.deps.environments.settled(session.id, id, this.deps.waitMs, waiting.signal);
+    } finally {
+      if (this.waits.get(session.id) === waiting) this.waits.delete(session.id);
+    }
+    if (waiting.signal.aborted) {
+      throw new HookFailure("cancelled", "The turn was stopped while its environment was being prepared.");
+    }
+    if (!env) throw new HookFailure("environment_missing", `The session's environment ${id} is gone.`);
+    switch (env.status) {
+      case "pending":
+        throw new HookFailure(
+          "environment_not_ready",
+          `The session's environment ${id} is still being prepared: send the input again once it is ready.`,
+        );
+      case "failed":
+        throw new HookFailure(
+          "environment_failed",
+          `The session's environment ${id} failed (${env.error?.code ?? "unknown"}): ${env.error?.message ?? ""}`,
+        );
+      case "expired":
+        throw new HookFailure("environment_expired", `The session's environment ${id} has expired.`);
+      default:
+        return env;
+    }
+  }
+
+  /** The options with the environment's variables and the vaults' credentials added (a copy). */
+  private async withSecrets(
+    session: SessionRecord,
+    env: EnvironmentRecord | null,
+    options: ThreadOptions,
+  ): Promise<ThreadOptions> {
+    const vaultIds = [...new Set([...sessionVaults(session), ...(env?.vault_ids ?? [])])];
+    const variables = env ? await this.deps.environments.threadVariables(env) : {};
+    if (vaultIds.length === 0 && Object.keys(variables).length === 0) return options;
+    const creds = await this.deps.vaults.forSession(session.project_id, vaultIds);
+    const config: Record<string, unknown> = { ...options.config };
+    const policy = isRecord(config.shell_environment_policy) ? config.shell_environment_policy : {};
+    const set = isRecord(policy.set) ? policy.set : {};
+    // (The environment's own variables win over a credential of the same name.)
+    config.shell_environment_policy = { ...policy, set: { ...set, ...creds.env, ...variables } };
+    if (isRecord(config.mcp_servers)) {
+      const servers: Record<string, unknown> = {};
+      for (const [label, raw] of Object.entries(config.mcp_servers)) {
+        servers[label] = this.authorised(label, raw, creds.mcp);
+      }
+      config.mcp_servers = servers;
+    }
+    this.deps.redactor.remember(session.id, [...Object.values(variables), ...creds.values]);
+    return { ...options, config };
+  }
+
+  /** An HTTP MCP server with the credential matching its URL, unless it has its own Authorization. */
+  private authorised(label: string, raw: unknown, mcp: Map<string, string | Error>): unknown {
+    if (!isRecord(raw) || typeof raw.url !== "string") return raw;
+    const headers = isRecord(raw.http_headers) ? raw.http_headers : {};
+    if (Object.keys(headers).some((h) => h.toLowerCase() === "authorization")) return raw;
+    const url = normaliseServerUrl(raw.url);
+    const match = url ? mcp.get(url) : undefined;
+    if (match === undefined) return raw;
+    if (match instanceof Error) {
+      throw new HookFailure("mcp_credential_ambiguous", `MCP server ${label}: ${match.message}`);
+    }
+    return { ...raw, http_headers: { ...headers, Authorization: match } };
+  }
+
+  /**
+   * Makes a cancel or an abort (deletion, shutdown) of a turn that waits for its environment end that wait at once
+   * (the turn then ends as stopped), instead of when the preparation ends. The runner has no stop signal its
+   * engines or hooks can observe, so its two stopping operations are wrapped here.
+   */
+  stopWaitsOn(runner: TurnStopper): void {
+    const cancel = runner.cancel.bind(runner);
+    const abort = runner.abort.bind(runner);
+    runner.cancel = (sessionId) => {
+      this.waits.get(sessionId)?.abort();
+      return cancel(sessionId);
+    };
+    runner.abort = (sessionId, message) => {
+      this.waits.get(sessionId)?.abort();
+      return abort(sessionId, message);
+    };
+  }
+
+  call<T>(method: string, params: unknown): Promise<T> {
+    return this.inner.call<T>(method, params);
+  }
+
+  forget(threadId: string): void {
+    this.inner.forget(threadId);
+  }
+
+  killEngine(index: number, signal?: NodeJS.Signals): number | undefined {
+    return this.inner.killEngine(index, signal);
+  }
+
+  killAll(): void {
+    this.inner.killAll();
+  }
+
+  stats() {
+    return this.inner.stats();
+  }
+
+  warm(): Promise<void> {
+    return this.inner.warm();
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}

@@ -1,0 +1,317 @@
+/**
+ * Preparing an environment's directory, in order: its files (written by the server, confined to the directory),
+ * its npm packages (into `.environment/npm`), its Python packages (a virtualenv, `.venv`), its system packages (only
+ * through the operator's installer), then its setup commands. Every command runs in the engine's sandbox
+ * (`command/exec` under the permission profile `agent_setup`: the system directories readable, the environment's
+ * directory the only writable place, nothing of the server's — its data, the engine's state, other workspaces — in
+ * sight; the network as the operator allows setup to have it), with a timeout each, a minimal environment (the
+ * client's variables, never the server's) and its output in a per-environment log under the data directory (secret
+ * values replaced). A failure stops there: its code and the tail of its output are what the client sees.
+ */
+import { spawn } from "node:child_process";
+import { appendFileSync, existsSync, mkdirSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
+import type { Logger } from "pino";
+import type { EnvironmentSettings } from "../../config.js";
+import { SETUP_PERMISSION_PROFILE } from "../../engine/codex-home.js";
+import type { Engines } from "../../engine/types.js";
+import type { EnvironmentError } from "../../store/types.js";
+import { writeUpload } from "../../workspace/upload.js";
+import type { EnvironmentSpec } from "./spec.js";
+
+/** Where an environment's packages go, inside its directory. */
+export const NPM_PREFIX = ".environment/npm";
+export const VENV = ".venv";
+
+/** What an environment adds to its agent's commands (and setup commands): package directories and variables. */
+export function packageLayout(
+  directory: string,
+  spec: Pick<EnvironmentSpec, "packages">,
+): { env: Record<string, string>; path: string[] } {
+  const env: Record<string, string> = {};
+  const path: string[] = [];
+  if (spec.packages.npm.length > 0) {
+    path.push(join(directory, NPM_PREFIX, "bin"));
+    env.NODE_PATH = join(directory, NPM_PREFIX, "lib", "node_modules");
+  }
+  if (spec.packages.python.length > 0) {
+    path.push(join(directory, VENV, "bin"));
+    env.VIRTUAL_ENV = join(directory, VENV);
+  }
+  return { env, path };
+}
+
+export interface ProvisionJob {
+  id: string;
+  directory: string;
+  spec: EnvironmentSpec;
+  /** More variables for setup (environment-variable credentials). */
+  extraEnv: Record<string, string>;
+  /** Replaces secret values in text that leaves the server's hands (the log, the error message). */
+  redact: (text: string) => string;
+  logFile: string;
+}
+
+export type ProvisionResult = { ok: true } | { ok: false; error: EnvironmentError };
+
+interface StepResult {
+  exitCode: number;
+  output: string;
+  timedOut: boolean;
+}
+
+const TAIL_LINES = 20;
+const TAIL_CHARS = 2000;
+const OUTPUT_CAP = 4 * 1024 * 1024;
+
+/** The last lines of some output (what a failure message carries). */
+export function tail(output: string): string {
+  const lines = output.replace(/\s+$/, "").split("\n").slice(-TAIL_LINES).join("\n");
+  return lines.length > TAIL_CHARS ? `…${lines.slice(-TAIL_CHARS)}` : lines;
+}
+
+const failure = (code: string, message: string): ProvisionResult => ({
+  ok: false,
+  error: { code, message, type: "environment_error" },
+});
+
+export class Provisioner {
+  /** Running command ids per environment (to stop them). */
+  private readonly running = new Map<string, Set<string>>();
+  private readonly cancelled = new Set<string>();
+
+  constructor(
+    private readonly deps: {
+      engines: Engines;
+      settings: EnvironmentSettings;
+      logger: Logger;
+    },
+  ) {}
+
+  /** Prepares the environment's directory; never throws (a failure is the result). */
+  async run(job: ProvisionJob): Promise<ProvisionResult> {
+    try {
+      return await this.steps(job);
+    } catch (err) {
+      this.deps.logger.error({ environment: job.id, err: String(err) }, "environment preparation failed");
+      return failure("internal_error", job.redact(`The environment could not be prepared: ${String(err)}`));
+    } finally {
+      this.running.delete(job.id);
+      this.cancelled.delete(job.id);
+    }
+  }
+
+  /** Stops an environment's preparation (its session is gone): the running command is terminated. */
+  cancel(id: string): void {
+    this.cancelled.add(id);
+    for (const processId of this.running.get(id) ?? []) {
+      this.deps.engines.call("command/exec/terminate", { processId }).catch(() => undefined);
+    }
+  }
+
+  private async steps(job: ProvisionJob): Promise<ProvisionResult> {
+    const { spec, directory } = job;
+    mkdirSync(dirname(job.logFile), { recursive: true, mode: 0o700 });
+    mkdirSync(directory, { recursive: true, mode: 0o700 });
+    const log = (text: string) => appendFileSync(job.logFile, job.redact(text), { mode: 0o600 });
+    for (const [i, f] of spec.files.entries()) {
+      try {
+        writeUpload(directory, { path: f.rel, content_base64: f.data.toString("base64") });
+      } catch (err) {
+        log(`== file ${i + 1}/${spec.files.length}: ${f.path}: ${String(err)}\n`);
+        return failure("file_write_failed", `file ${f.path} could not be written: ${(err as Error).message}`);
+      }
+    }
+    if (spec.files.length > 0) log(`== ${spec.files.length} file(s) written\n`);
+    const layout = packageLayout(directory, spec);
+    const baseEnv: Record<string, string> = {
+      HOME: directory,
+      SHLVL: "1",
+      PATH: [...layout.path, process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin"].join(":"),
+      ...layout.env,
+      ...job.extraEnv,
+      ...spec.env,
+    };
+    const steps: Array<{ what: string; code: string; run: () => Promise<StepResult> }> = [];
+    const { settings } = this.deps;
+    if (spec.packages.npm.length > 0) {
+      steps.push({
+        what: "npm install",
+        code: "package_install_failed",
+        run: () =>
+          this.exec(
+            job,
+            "npm",
+            [
+              "npm",
+              "install",
+              "--global",
+              "--prefix",
+              join(directory, NPM_PREFIX),
+              "--no-audit",
+              "--no-fund",
+              "--loglevel=warn",
+              ...spec.packages.npm,
+            ],
+            directory,
+            {
+              ...baseEnv,
+              npm_config_cache: "/tmp/.npm-cache",
+              npm_config_update_notifier: "false",
+              ...(settings.npmRegistry ? { npm_config_registry: settings.npmRegistry } : {}),
+            },
+          ),
+      });
+    }
+    if (spec.packages.python.length > 0) {
+      const pipEnv = {
+        ...baseEnv,
+        PIP_CACHE_DIR: "/tmp/.pip-cache",
+        PIP_DISABLE_PIP_VERSION_CHECK: "1",
+        ...(settings.pipIndexUrl ? { PIP_INDEX_URL: settings.pipIndexUrl } : {}),
+      };
+      steps.push({
+        what: "python virtualenv",
+        code: "package_install_failed",
+        run: () =>
+          this.exec(job, "venv", [settings.python, "-m", "venv", join(directory, VENV)], directory, pipEnv),
+      });
+      steps.push({
+        what: "pip install",
+        code: "package_install_failed",
+        run: () =>
+          this.exec(
+            job,
+            "pip",
+            [
+              join(directory, VENV, "bin", "python"),
+              "-m",
+              "pip",
+              "install",
+              "--no-input",
+              ...spec.packages.python,
+            ],
+            directory,
+            pipEnv,
+          ),
+      });
+    }
+    if (spec.packages.system.length > 0 && settings.systemInstaller) {
+      const installer = settings.systemInstaller;
+      steps.push({
+        what: "system packages",
+        code: "package_install_failed",
+        run: () => this.operatorInstall(installer, spec.packages.system, directory),
+      });
+    }
+    for (const [i, c] of spec.setup_commands.entries()) {
+      steps.push({
+        what: `setup command ${i + 1}/${spec.setup_commands.length}`,
+        code: "setup_command_failed",
+        run: () => {
+          const cwd = join(directory, c.cwd);
+          if (!existsSync(cwd) || !statSync(cwd).isDirectory()) {
+            return Promise.resolve({
+              exitCode: 1,
+              output: `the working directory /workspace/${c.cwd} does not exist\n`,
+              timedOut: false,
+            });
+          }
+          return this.exec(job, `setup${i + 1}`, ["bash", "-c", `exec 2>&1\n${c.command}`], cwd, baseEnv);
+        },
+      });
+    }
+    for (const step of steps) {
+      if (this.cancelled.has(job.id))
+        return failure("cancelled", "the environment's preparation was stopped");
+      log(`== ${step.what}\n`);
+      const r = await step.run();
+      log(r.output.endsWith("\n") || r.output === "" ? r.output : `${r.output}\n`);
+      log(`== ${step.what}: exit ${r.exitCode}${r.timedOut ? " (timed out)" : ""}\n`);
+      if (r.exitCode !== 0) {
+        const why = r.timedOut ? `timed out after ${settings.setupTimeoutSeconds} s` : `exited ${r.exitCode}`;
+        const out = tail(job.redact(r.output));
+        return failure(step.code, `${step.what} ${why}${out ? `:\n${out}` : ""}`);
+      }
+    }
+    return { ok: true };
+  }
+
+  /** One command in the engine's sandbox (`command/exec`), output merged, under the setup profile. */
+  private async exec(
+    job: ProvisionJob,
+    name: string,
+    command: string[],
+    cwd: string,
+    env: Record<string, string>,
+  ): Promise<StepResult> {
+    const processId = `env-${job.id}-${name}`;
+    const ids = this.running.get(job.id) ?? new Set<string>();
+    ids.add(processId);
+    this.running.set(job.id, ids);
+    const timeoutMs = this.deps.settings.setupTimeoutSeconds * 1000;
+    const started = Date.now();
+    try {
+      const r = await this.deps.engines.call<{ exitCode: number; stdout: string; stderr: string }>(
+        "command/exec",
+        {
+          command,
+          processId,
+          cwd,
+          env,
+          timeoutMs,
+          outputBytesCap: OUTPUT_CAP,
+          // An experimental field of 0.169.0 (not in the generated types): the command's permission profile.
+          permissionProfile: SETUP_PERMISSION_PROFILE,
+        },
+      );
+      const output = r.stderr
+        ? `${r.stdout}${r.stdout.endsWith("\n") || !r.stdout ? "" : "\n"}${r.stderr}`
+        : r.stdout;
+      // The engine ends a command that runs out of time with exit code 124.
+      const timedOut = r.exitCode === 124 && Date.now() - started >= timeoutMs * 0.95;
+      return { exitCode: r.exitCode, output, timedOut };
+    } catch (err) {
+      return {
+        exitCode: -1,
+        output: `the engine could not run the command: ${(err as Error).message}\n`,
+        timedOut: false,
+      };
+    } finally {
+      ids.delete(processId);
+    }
+  }
+
+  /**
+   * The operator's installer for system packages: outside the agent's sandbox, with the server's rights (the
+   * operator's choice, documented), the validated package names as arguments, the environment's directory as cwd.
+   */
+  private operatorInstall(installer: string, packages: string[], directory: string): Promise<StepResult> {
+    const timeoutMs = this.deps.settings.setupTimeoutSeconds * 1000;
+    return new Promise((resolve) => {
+      let output = "";
+      let timedOut = false;
+      const child = spawn(installer, packages, {
+        cwd: directory,
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: directory, LANG: "C.UTF-8" },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      const timer = setTimeout(() => {
+        timedOut = true;
+        child.kill("SIGKILL");
+      }, timeoutMs);
+      const add = (d: Buffer) => {
+        if (output.length < OUTPUT_CAP) output += d.toString("utf8");
+      };
+      child.stdout.on("data", add);
+      child.stderr.on("data", add);
+      child.on("error", (err) => {
+        output += `${err.message}\n`;
+      });
+      child.on("close", (code) => {
+        clearTimeout(timer);
+        resolve({ exitCode: timedOut ? 124 : (code ?? -1), output, timedOut });
+      });
+    });
+  }
+}

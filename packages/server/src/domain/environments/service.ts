@@ -1,0 +1,672 @@
+/**
+ * Environments this server prepares (`openai_hosted`): a directory of its own per environment (the session's
+ * workspace), prepared once, before the agent's first command (see provision.ts), and its lifecycle on the
+ * session's log (`environment.updated`: pending → ready → connected when the session's engine thread binds, or
+ * failed; expired when its session is deleted). Also: environments made ahead of a session (environments.create,
+ * attached by `environment_id`), their files, templates, and the directories `self_hosted` sessions may use.
+ *
+ * Write-only inputs — variable values, setup commands, inline file contents of templates — are sealed at rest with
+ * the service's key ring; variable values are opened only to be given to the engine thread and to setup commands.
+ */
+import { rmSync, statSync } from "node:fs";
+import { basename, join, relative, resolve, sep } from "node:path";
+import type { Logger } from "pino";
+import type { Config } from "../../config.js";
+import { isolated } from "../../engine/codex-home.js";
+import type { EnvironmentThread } from "../../engine/thread-options.js";
+import type {
+  EnvironmentError,
+  EnvironmentRecord,
+  EnvironmentState,
+  EnvironmentStatus,
+  EnvironmentTemplateRecord,
+  ListOptions,
+  SessionRecord,
+  Store,
+} from "../../store/types.js";
+import type { EventHub } from "../../stream/hub.js";
+import type { Clock } from "../../util/clock.js";
+import { type ArtifactInfo, listArtifacts } from "../../workspace/artifacts.js";
+import { encodeArtifactId, isInside, realpathLoose, resolveDetailed } from "../../workspace/paths.js";
+import { writeUpload } from "../../workspace/upload.js";
+import { ApiError, badRequest, conflict, notFound } from "../errors.js";
+import type { Scope } from "../scope.js";
+import { type Keyring, newObjectId, sealedContext, type VaultService } from "../vaults/service.js";
+import { type Provisioner, type ProvisionResult, packageLayout } from "./provision.js";
+import { redactValues } from "./redaction.js";
+import {
+  checkEnforceable,
+  type EnvironmentSpec,
+  type HostedEnvironmentInput,
+  merge,
+  parsePartial,
+  parseWith,
+  publicConfig,
+  type SetupCommand,
+  type TemplateInput,
+  TemplateParam,
+  type TemplateSecrets,
+  templatePartial,
+  templateParts,
+  unsupported,
+  WORKSPACE_ROOT,
+  workspaceDirectory,
+  workspaceFilePath,
+} from "./spec.js";
+
+/** The sealed write-only parts of an environment. */
+interface EnvironmentSecrets {
+  env: Record<string, string>;
+  setup_commands: SetupCommand[];
+}
+
+/** An environment decided (validated, template merged) but not made yet. */
+export interface EnvironmentPlan {
+  spec: EnvironmentSpec;
+  vaultIds: string[];
+}
+
+/** What a session made with an environment keeps about it (its `extra`). */
+export interface SessionEnvironment {
+  environment: "openai_hosted";
+  environment_id: string;
+  environment_view: EnvironmentRecord["config"];
+  environment_thread: EnvironmentThread;
+}
+
+export interface EnvironmentDeps {
+  store: Store;
+  hub: EventHub;
+  clock: Clock;
+  logger: Logger;
+  config: Config;
+  keyring: Keyring;
+  vaults: VaultService;
+  provisioner: Provisioner;
+  instanceId: string;
+}
+
+const TERMINAL: ReadonlySet<EnvironmentStatus> = new Set(["ready", "connected", "failed", "expired"]);
+
+export const stateOf = (e: EnvironmentRecord): EnvironmentState => ({
+  id: e.id,
+  type: e.type,
+  status: e.status,
+  error: e.error,
+});
+
+export class EnvironmentService {
+  constructor(private readonly deps: EnvironmentDeps) {}
+
+  // planning (validation happens before anything is made) -------------------------------------------------------
+
+  /**
+   * An inline `openai_hosted` configuration, merged with its template (of the caller's project): what the
+   * environment will get. 4xx for anything invalid, not enforceable or not supported here.
+   */
+  async plan(
+    scope: Scope,
+    raw: HostedEnvironmentInput,
+    vaultIds: readonly string[],
+    where: string,
+  ): Promise<EnvironmentPlan> {
+    if (!isolated(this.deps.config)) {
+      throw unsupported(
+        `'${where}': this server runs agents without a sandbox (--sandbox danger-full-access), so it cannot ` +
+          "prepare an environment with the isolation and network policy one promises",
+        `${where}.type`,
+        "environments_unavailable",
+      );
+    }
+    const inline = parsePartial(raw, where);
+    let template: EnvironmentTemplateRecord | null = null;
+    if (raw.environment_template_id !== undefined) {
+      template = await this.template(scope, raw.environment_template_id, `${where}.environment_template_id`);
+    }
+    const spec = merge(
+      template ? templatePartial(template.config, this.openTemplateSecrets(template)) : null,
+      inline,
+      template?.id ?? null,
+      where,
+    );
+    checkEnforceable(
+      spec,
+      { systemInstaller: this.deps.config.environments.systemInstaller !== null },
+      where,
+    );
+    return { spec, vaultIds: [...vaultIds] };
+  }
+
+  /** What a session keeps about the environment it is made with (public parts only). */
+  sessionFields(id: string, plan: EnvironmentPlan, directory: string): SessionEnvironment {
+    const layout = packageLayout(directory, plan.spec);
+    return {
+      environment: "openai_hosted",
+      environment_id: id,
+      environment_view: publicConfig(
+        plan.spec,
+        plan.spec.files.map(() => newObjectId("envfile_")),
+      ),
+      environment_thread: {
+        network: plan.spec.network.access === "enabled",
+        env: layout.env,
+        path: layout.path,
+      },
+    };
+  }
+
+  /** The environment of a new session (its directory: the session's workspace), prepared in the background. */
+  async createForSession(
+    scope: Scope,
+    session: SessionRecord,
+    fields: SessionEnvironment,
+    plan: EnvironmentPlan,
+  ): Promise<EnvironmentRecord> {
+    const now = this.deps.clock.now();
+    const env: EnvironmentRecord = {
+      id: fields.environment_id,
+      project_id: scope.projectId,
+      created_at: now,
+      updated_at: now,
+      type: "openai_hosted",
+      status: "pending",
+      session_id: session.id,
+      directory: session.workspace,
+      config: fields.environment_view,
+      secrets: null,
+      error: null,
+      vault_ids: plan.vaultIds,
+      owner_instance: this.deps.instanceId,
+    };
+    env.secrets = this.sealSecrets(env.id, plan.spec);
+    await this.deps.hub.commit(session.id, async (tx, log) => {
+      await tx.insertEnvironment(env);
+      log({ type: "environment.updated", data: { environment: stateOf(env) } });
+    });
+    this.startProvisioning(env, plan.spec, sessionVaults(session));
+    return env;
+  }
+
+  /** environments.create: an environment made ahead of a session (its own directory under the workspace root). */
+  async createAhead(scope: Scope, plan: EnvironmentPlan): Promise<EnvironmentRecord> {
+    const id = newObjectId("env_");
+    const directory = join(this.deps.config.workspaceRoot, id);
+    const fields = this.sessionFields(id, plan, directory);
+    const now = this.deps.clock.now();
+    const env: EnvironmentRecord = {
+      id,
+      project_id: scope.projectId,
+      created_at: now,
+      updated_at: now,
+      type: "openai_hosted",
+      status: "pending",
+      session_id: null,
+      directory,
+      config: fields.environment_view,
+      secrets: this.sealSecrets(id, plan.spec),
+      error: null,
+      vault_ids: plan.vaultIds,
+      owner_instance: this.deps.instanceId,
+    };
+    await this.deps.store.insertEnvironment(env);
+    this.startProvisioning(env, plan.spec, []);
+    return env;
+  }
+
+  /**
+   * Reserves an environment made ahead for a session about to be made (of one session at most: of two sessions
+   * asking for it at once, one gets it); `release` gives it back if the session is not made.
+   */
+  async reserve(scope: Scope, id: string, where: string): Promise<EnvironmentRecord> {
+    const env = await this.get(scope, id, where);
+    if (env.session_id !== null) {
+      throw conflict(`Environment ${id} already belongs to a session`, "environment_in_use");
+    }
+    if (env.status === "failed" || env.status === "expired") {
+      throw conflict(`Environment ${id} is ${env.status}: create another one`, `environment_${env.status}`);
+    }
+    const reserved = await this.deps.store.attachEnvironment(
+      id,
+      `reserved:${newObjectId("")}`,
+      this.deps.clock.now(),
+    );
+    if (!reserved) throw conflict(`Environment ${id} already belongs to a session`, "environment_in_use");
+    return reserved;
+  }
+
+  async release(id: string): Promise<void> {
+    await this.deps.store.updateEnvironment(id, { session_id: null, updated_at: this.deps.clock.now() });
+  }
+
+  /** What a session made with an environment made ahead keeps about it. */
+  attachedFields(env: EnvironmentRecord): SessionEnvironment {
+    const layout = packageLayout(env.directory, env.config);
+    return {
+      environment: "openai_hosted",
+      environment_id: env.id,
+      environment_view: env.config,
+      environment_thread: {
+        network: env.config.network.access === "enabled",
+        env: layout.env,
+        path: layout.path,
+      },
+    };
+  }
+
+  /** The reserved environment now belongs to the session: its state starts the session's log of it. */
+  async attach(env: EnvironmentRecord, session: SessionRecord): Promise<void> {
+    await this.deps.hub.commit(session.id, async (tx, log) => {
+      const now = await tx.updateEnvironment(env.id, {
+        session_id: session.id,
+        updated_at: this.deps.clock.now(),
+      });
+      if (now) log({ type: "environment.updated", data: { environment: stateOf(now) } });
+    });
+  }
+
+  // reading ------------------------------------------------------------------------------------------------------
+
+  /** The environment, if it belongs to the caller's project. */
+  async get(scope: Scope, id: string, param = "environment_id"): Promise<EnvironmentRecord> {
+    const e = await this.deps.store.getEnvironment(id);
+    if (!e || e.project_id !== scope.projectId) throw notFound(`Environment ${id} not found`, param);
+    return e;
+  }
+
+  list(scope: Scope, opts: ListOptions) {
+    return this.deps.store.listEnvironments({ ...opts, project_id: scope.projectId });
+  }
+
+  /** The variables a session's environment gives its agent (opened), and the values to keep out of its log. */
+  async threadVariables(env: EnvironmentRecord): Promise<Record<string, string>> {
+    return this.openSecrets(env).env;
+  }
+
+  // the lifecycle ------------------------------------------------------------------------------------------------
+
+  /**
+   * Waits until the environment is prepared (at most `timeoutMs`); returns it as it is then. Follows the session's
+   * log, so it works wherever the environment is being prepared.
+   */
+  async settled(
+    sessionId: string,
+    id: string,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<EnvironmentRecord | undefined> {
+    const { store, hub } = this.deps;
+    const from = await store.lastEventSeq(sessionId);
+    const env = await store.getEnvironment(id);
+    if (!env || TERMINAL.has(env.status)) return env;
+    const sub = hub.subscribe(sessionId, {
+      afterSeq: from,
+      until: (e) =>
+        e.type === "environment.updated" &&
+        e.data.environment.id === id &&
+        TERMINAL.has(e.data.environment.status),
+    });
+    const timer = setTimeout(() => sub.close(), timeoutMs);
+    const stop = () => sub.close();
+    signal?.addEventListener("abort", stop);
+    try {
+      for await (const e of sub) {
+        if (
+          e.type === "environment.updated" &&
+          e.data.environment.id === id &&
+          TERMINAL.has(e.data.environment.status)
+        )
+          break;
+      }
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", stop);
+      sub.close();
+    }
+    return store.getEnvironment(id);
+  }
+
+  /** The session's engine thread is bound: a ready environment is now connected. */
+  async connected(sessionId: string, env: EnvironmentRecord, turnId: string | null): Promise<void> {
+    if (env.status !== "ready") return;
+    await this.setStatus(env, sessionId, "connected", null, turnId);
+  }
+
+  /** The session is gone: its environment's preparation stops, the environment expires, its own directory goes. */
+  async sessionDeleted(session: SessionRecord): Promise<void> {
+    const id = session.extra.environment_id;
+    if (typeof id !== "string") return;
+    this.deps.provisioner.cancel(id);
+    const env = await this.deps.store.getEnvironment(id);
+    if (!env) return;
+    await this.deps.store.updateEnvironment(id, {
+      status: "expired",
+      updated_at: this.deps.clock.now(),
+      secrets: null,
+    });
+    // A directory made for an environment ahead of its session (the session's own is removed with it).
+    if (
+      basename(env.directory) === env.id &&
+      isInside(resolve(this.deps.config.workspaceRoot), env.directory)
+    ) {
+      rmSync(env.directory, { recursive: true, force: true });
+    }
+  }
+
+  /** Start-up: environments whose preparation was cut short by the last shutdown have failed. */
+  async recover(): Promise<number> {
+    // With several instances, another may be preparing them (an environment of a dead instance stays pending:
+    // turns waiting for it fail when their wait ends).
+    if (!this.single()) return 0;
+    const pending = await this.deps.store.listPendingEnvironments(10_000);
+    let n = 0;
+    for (const env of pending) {
+      await this.setStatus(
+        env,
+        env.session_id && !env.session_id.startsWith("reserved:") ? env.session_id : null,
+        "failed",
+        {
+          code: "server_restart",
+          message: "The server stopped while this environment was being prepared: create a new one.",
+          type: "environment_error",
+        },
+        null,
+      );
+      n++;
+    }
+    return n;
+  }
+
+  private single(): boolean {
+    return this.deps.config.databaseUrl === null;
+  }
+
+  private startProvisioning(env: EnvironmentRecord, spec: EnvironmentSpec, sessionVaultIds: string[]): void {
+    void (async () => {
+      let result: ProvisionResult;
+      let secretValues: string[] = Object.values(spec.env);
+      try {
+        const creds = await this.deps.vaults.forSession(env.project_id, [
+          ...new Set([...env.vault_ids, ...sessionVaultIds]),
+        ]);
+        secretValues = [...secretValues, ...creds.values];
+        result = await this.deps.provisioner.run({
+          id: env.id,
+          directory: env.directory,
+          spec,
+          extraEnv: creds.env,
+          redact: (text) => redactValues(text, secretValues),
+          logFile: join(this.deps.config.dataDir, "environments", env.id, "setup.log"),
+        });
+      } catch (err) {
+        result = {
+          ok: false,
+          error: {
+            code: "internal_error",
+            message: redactValues(String(err), secretValues),
+            type: "environment_error",
+          },
+        };
+      }
+      const current = await this.deps.store.getEnvironment(env.id);
+      if (!current || current.status !== "pending") return;
+      const sessionId =
+        current.session_id && !current.session_id.startsWith("reserved:") ? current.session_id : null;
+      await this.setStatus(
+        current,
+        sessionId,
+        result.ok ? "ready" : "failed",
+        result.ok ? null : result.error,
+        null,
+      );
+    })().catch((err: unknown) =>
+      this.deps.logger.error(
+        { environment: env.id, err: String(err) },
+        "environment status could not be stored",
+      ),
+    );
+  }
+
+  /** A status change: stored, and on the session's log when it has one (in the same transaction). */
+  private async setStatus(
+    env: EnvironmentRecord,
+    sessionId: string | null,
+    status: EnvironmentStatus,
+    error: EnvironmentError | null,
+    turnId: string | null,
+  ): Promise<void> {
+    const patch = { status, error, updated_at: this.deps.clock.now(), owner_instance: null };
+    if (!sessionId) {
+      await this.deps.store.updateEnvironment(env.id, patch);
+      return;
+    }
+    await this.deps.hub.commit(sessionId, async (tx, log) => {
+      const next = await tx.updateEnvironment(env.id, patch);
+      if (next)
+        log({ type: "environment.updated", data: { environment: stateOf(next) } }, { turn_id: turnId });
+    });
+  }
+
+  // files --------------------------------------------------------------------------------------------------------
+
+  /** Writes a file into a prepared environment (between turns), replacing a regular file at the same path. */
+  async writeFile(
+    scope: Scope,
+    id: string,
+    body: { type: string; path: string; data?: string; file_id?: string },
+  ): Promise<{ path: string; size_bytes: number }> {
+    const env = await this.get(scope, id);
+    if (body.type === "file_id") {
+      throw unsupported(
+        "file_id references need the Files API, which this server does not provide: send the bytes inline " +
+          "({type: 'inline', path, data: <base64>})",
+        "file_id",
+        "unsupported_file_reference",
+      );
+    }
+    if (env.status !== "ready" && env.status !== "connected") {
+      throw conflict(
+        `Environment ${id} is ${env.status}: files can be added once it is ready`,
+        "environment_not_ready",
+      );
+    }
+    const session = env.session_id ? await this.deps.store.getSession(env.session_id) : undefined;
+    if (session?.active_turn_id) {
+      throw conflict("The environment's session has a running turn: add files between turns", "session_busy");
+    }
+    const rel = workspaceFilePath(body.path, "path");
+    const r = writeUpload(env.directory, { path: rel, content_base64: body.data ?? "" });
+    return { path: body.path, size_bytes: r.bytes };
+  }
+
+  /** Files of the environment (regular files, by path), optionally under a directory; `after` is a path. */
+  listFiles(
+    env: EnvironmentRecord,
+    opts: { limit: number; order: "asc" | "desc"; after: string | null; path: string | null },
+  ): { data: Array<{ path: string; size_bytes: number }>; next: string | null } {
+    const dirRel = opts.path === null ? "" : workspaceDirectory(opts.path, "path");
+    const root = dirRel === "" ? env.directory : resolveDetailed(env.directory, dirRel).abs;
+    let st: ReturnType<typeof statSync> | null = null;
+    try {
+      st = statSync(root);
+    } catch {
+      st = null;
+    }
+    if (!st?.isDirectory()) return { data: [], next: null };
+    const prefix = dirRel === "" ? "" : `${dirRel}/`;
+    const show = (a: ArtifactInfo) => ({ path: `${WORKSPACE_ROOT}/${prefix}${a.path}`, size_bytes: a.size });
+    const afterRel =
+      opts.after === null
+        ? null
+        : opts.after.startsWith(`${WORKSPACE_ROOT}/${prefix}`)
+          ? opts.after.slice(`${WORKSPACE_ROOT}/${prefix}`.length)
+          : null;
+    if (opts.order === "asc") {
+      const page = listArtifacts(root, {
+        limit: opts.limit,
+        ...(afterRel !== null ? { after: encodeArtifactId(afterRel) } : {}),
+      });
+      const data = page.data.map(show);
+      return { data, next: page.has_more ? (data.at(-1)?.path ?? null) : null };
+    }
+    const all = listArtifacts(root).data.reverse();
+    const rest = afterRel === null ? all : all.filter((a) => a.path < afterRel);
+    const data = rest.slice(0, opts.limit).map(show);
+    return { data, next: rest.length > opts.limit ? (data.at(-1)?.path ?? null) : null };
+  }
+
+  // templates ----------------------------------------------------------------------------------------------------
+
+  async template(
+    scope: Scope,
+    id: string,
+    param = "environment_template_id",
+  ): Promise<EnvironmentTemplateRecord> {
+    const t = await this.deps.store.getEnvironmentTemplate(id);
+    if (!t || t.project_id !== scope.projectId) throw notFound(`Environment template ${id} not found`, param);
+    return t;
+  }
+
+  async createTemplate(scope: Scope, raw: unknown): Promise<EnvironmentTemplateRecord> {
+    const input = parseWith(TemplateParam, raw, "");
+    const parts = templateParts(parsePartial(input, "body"), input.desktop ?? null);
+    const id = newObjectId("envtpl_");
+    const now = this.deps.clock.now();
+    const t: EnvironmentTemplateRecord = {
+      id,
+      project_id: scope.projectId,
+      created_at: now,
+      updated_at: now,
+      name: input.name ?? null,
+      config: parts.config,
+      secrets: this.sealTemplate(id, parts.secrets),
+    };
+    await this.deps.store.insertEnvironmentTemplate(t);
+    return t;
+  }
+
+  /** Given fields replace the template's (null: back to the default); omitted ones stay. */
+  async updateTemplate(scope: Scope, id: string, raw: unknown): Promise<EnvironmentTemplateRecord> {
+    const t = await this.template(scope, id, "environment_template_id");
+    const input: TemplateInput = parseWith(TemplateParam, raw, "");
+    const given = parsePartial(input, "body");
+    const has = (k: keyof TemplateInput) => Object.hasOwn(raw as object, k);
+    const old = this.openTemplateSecrets(t) ?? { env: null, setup_commands: null, files: null };
+    const current = templatePartial(t.config, old);
+    const nextPartial = {
+      env: has("env") ? given.env : current.env,
+      files: has("files") ? given.files : current.files,
+      network: has("network") ? given.network : current.network,
+      packages: has("packages") ? given.packages : current.packages,
+      setup_commands: has("setup_commands") ? given.setup_commands : current.setup_commands,
+    };
+    const parts = templateParts(nextPartial, has("desktop") ? (input.desktop ?? null) : t.config.desktop);
+    const next = await this.deps.store.updateEnvironmentTemplate(id, {
+      ...(has("name") ? { name: input.name ?? null } : {}),
+      config: parts.config,
+      secrets: this.sealTemplate(id, parts.secrets),
+      updated_at: this.deps.clock.now(),
+    });
+    if (!next) throw notFound(`Environment template ${id} not found`, "environment_template_id");
+    return next;
+  }
+
+  listTemplates(scope: Scope, opts: ListOptions) {
+    return this.deps.store.listEnvironmentTemplates({ ...opts, project_id: scope.projectId });
+  }
+
+  async deleteTemplate(scope: Scope, id: string): Promise<void> {
+    await this.template(scope, id);
+    await this.deps.store.deleteEnvironmentTemplate(id);
+  }
+
+  // self-hosted --------------------------------------------------------------------------------------------------
+
+  /**
+   * The directory of a `self_hosted` session: none (the session's own directory, today's meaning) for an absent
+   * `workspace_directory` or `/workspace`; otherwise an existing directory inside one of the roots the operator
+   * allows (default: the workspace root), never another session's or environment's directory, nor one holding
+   * them, nor the server's data directory.
+   */
+  selfHostedDirectory(raw: unknown, where: string): string | null {
+    if (
+      raw === undefined ||
+      raw === null ||
+      raw === "" ||
+      raw === WORKSPACE_ROOT ||
+      raw === `${WORKSPACE_ROOT}/`
+    ) {
+      return null;
+    }
+    if (typeof raw !== "string" || !raw.startsWith("/") || raw.includes("\0")) {
+      throw badRequest(`'${where}' must be an absolute directory path`, where);
+    }
+    const real = realpathLoose(resolve(raw));
+    let isDir = false;
+    try {
+      isDir = real !== null && statSync(real).isDirectory();
+    } catch {
+      isDir = false;
+    }
+    const refused = (why: string) =>
+      new ApiError(
+        "forbidden",
+        `'${where}': ${why}`,
+        "ForbiddenError",
+        where,
+        "workspace_directory_not_allowed",
+      );
+    if (!real || !isDir) throw badRequest(`'${where}' is not an existing directory`, where);
+    const roots = this.deps.config.environments.selfHostedRoots.map(
+      (r) => realpathLoose(resolve(r)) ?? resolve(r),
+    );
+    if (!roots.some((r) => isInside(r, real))) {
+      throw refused("outside the directories this server's operator allows for self-hosted sessions");
+    }
+    const workspaceRoot =
+      realpathLoose(resolve(this.deps.config.workspaceRoot)) ?? this.deps.config.workspaceRoot;
+    const dataDir = realpathLoose(resolve(this.deps.config.dataDir)) ?? this.deps.config.dataDir;
+    if (isInside(real, workspaceRoot) || isInside(real, dataDir)) {
+      throw refused("it holds the server's data or other sessions' directories");
+    }
+    if (isInside(workspaceRoot, real)) {
+      const first = relative(workspaceRoot, real).split(sep)[0] ?? "";
+      if (/^(sess|env)_/.test(first)) throw refused("it is another session's or environment's directory");
+    } else if (isInside(dataDir, real)) {
+      throw refused("it is inside the server's data directory");
+    }
+    return real;
+  }
+
+  // sealing ------------------------------------------------------------------------------------------------------
+
+  private sealSecrets(id: string, spec: EnvironmentSpec): string | null {
+    const s: EnvironmentSecrets = { env: spec.env, setup_commands: spec.setup_commands };
+    if (Object.keys(s.env).length === 0 && s.setup_commands.length === 0) return null;
+    return this.deps.keyring.seal(JSON.stringify(s), sealedContext("environment", id));
+  }
+
+  private openSecrets(env: EnvironmentRecord): EnvironmentSecrets {
+    if (!env.secrets) return { env: {}, setup_commands: [] };
+    return JSON.parse(
+      this.deps.keyring.open(env.secrets, sealedContext("environment", env.id)),
+    ) as EnvironmentSecrets;
+  }
+
+  private sealTemplate(id: string, s: TemplateSecrets): string | null {
+    if (!s.env && !s.setup_commands && !s.files) return null;
+    return this.deps.keyring.seal(JSON.stringify(s), sealedContext("environment_template", id));
+  }
+
+  private openTemplateSecrets(t: EnvironmentTemplateRecord): TemplateSecrets | null {
+    if (!t.secrets) return null;
+    return JSON.parse(
+      this.deps.keyring.open(t.secrets, sealedContext("environment_template", t.id)),
+    ) as TemplateSecrets;
+  }
+}
+
+/** The vaults a session was given (`vault_ids`, kept in its `extra`). */
+export function sessionVaults(s: SessionRecord): string[] {
+  const v = s.extra.vault_ids;
+  return Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : [];
+}

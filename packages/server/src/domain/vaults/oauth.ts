@@ -1,0 +1,79 @@
+/**
+ * Refreshing an OAuth access token (RFC 6749 §6) with plain fetch: `grant_type=refresh_token` to the credential's
+ * token endpoint, the client authenticated as configured (none: client_id in the body; client_secret_basic: HTTP
+ * Basic; client_secret_post: id and secret in the body), `resource` (RFC 8707) and `scope` when configured.
+ */
+export interface RefreshRequest {
+  token_endpoint: string;
+  client_id: string;
+  auth: "none" | "client_secret_basic" | "client_secret_post";
+  client_secret: string | null;
+  refresh_token: string;
+  resource: string | null;
+  scope: string | null;
+}
+
+export interface RefreshedToken {
+  access_token: string;
+  /** Unix seconds; null when the server did not say. */
+  expires_at: number | null;
+  /** A new refresh token, when the server rotated it. */
+  refresh_token: string | null;
+}
+
+export class OAuthRefreshError extends Error {}
+
+const form = (v: string) => encodeURIComponent(v).replace(/%20/g, "+");
+
+export async function refreshAccessToken(
+  r: RefreshRequest,
+  now: number,
+  fetchFn: typeof fetch = fetch,
+): Promise<RefreshedToken> {
+  const body = new URLSearchParams({ grant_type: "refresh_token", refresh_token: r.refresh_token });
+  const headers: Record<string, string> = {
+    "content-type": "application/x-www-form-urlencoded",
+    accept: "application/json",
+  };
+  if (r.auth === "client_secret_basic") {
+    headers.authorization = `Basic ${Buffer.from(`${form(r.client_id)}:${form(r.client_secret ?? "")}`).toString("base64")}`;
+  } else {
+    body.set("client_id", r.client_id);
+    if (r.auth === "client_secret_post") body.set("client_secret", r.client_secret ?? "");
+  }
+  if (r.resource) body.set("resource", r.resource);
+  if (r.scope) body.set("scope", r.scope);
+  let res: Response;
+  try {
+    res = await fetchFn(r.token_endpoint, {
+      method: "POST",
+      headers,
+      body: body.toString(),
+      redirect: "error",
+      signal: AbortSignal.timeout(10_000),
+    });
+  } catch (err) {
+    throw new OAuthRefreshError(`the token endpoint could not be reached: ${(err as Error).message}`);
+  }
+  const text = await res.text();
+  let json: Record<string, unknown> = {};
+  try {
+    json = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    json = {};
+  }
+  if (!res.ok) {
+    // (The error code only: a token endpoint's error body is not logged whole.)
+    const code = typeof json.error === "string" ? json.error : `HTTP ${res.status}`;
+    throw new OAuthRefreshError(`the token endpoint refused the refresh: ${code}`);
+  }
+  if (typeof json.access_token !== "string" || json.access_token === "") {
+    throw new OAuthRefreshError("the token endpoint's answer has no access_token");
+  }
+  const expiresIn = typeof json.expires_in === "number" ? json.expires_in : Number(json.expires_in);
+  return {
+    access_token: json.access_token,
+    expires_at: Number.isFinite(expiresIn) && expiresIn > 0 ? now + expiresIn : null,
+    refresh_token: typeof json.refresh_token === "string" && json.refresh_token ? json.refresh_token : null,
+  };
+}
