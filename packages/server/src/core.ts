@@ -32,7 +32,7 @@ import type { Engines } from "./engine/types.js";
 import type { Store } from "./store/types.js";
 import { EventHub } from "./stream/hub.js";
 import { type Clock, systemClock } from "./util/clock.js";
-import { LazySecretBox, LazySecretKeyring, loadSecretKey, loadSecretKeyring } from "./util/secrets.js";
+import { LazySecretKeyring, loadSecretKeyring } from "./util/secrets.js";
 
 export interface Infrastructure {
   store: Store;
@@ -86,12 +86,15 @@ export function createCore(config: Config, infra: Infrastructure): Core {
   // Secret values given to a session's agent are redacted from everything its log stores.
   const redactor = new SecretRedactor();
   const hub = new EventHub(redactor.wrap(store), { now: () => clock.now() });
+  // One key ring for every secret at rest (vault credentials, environment values, webhook signing secrets).
+  const keyring = secretKeyring(config, logger);
   const { environments, vaults, engines } = environmentsAndVaults(config, {
     ...infra,
     clock,
     cluster,
     hub,
     redactor,
+    keyring,
   });
   const runner = new TurnRunner({ store, hub, engines, config, clock, logger, cluster, rollouts });
   engines.stopWaitsOn(runner);
@@ -121,6 +124,7 @@ export function createCore(config: Config, infra: Infrastructure): Core {
     runner,
     agents,
     sessions,
+    keyring,
   });
   const checkpoints = new CheckpointService({
     config,
@@ -191,6 +195,38 @@ export async function recover(core: Core): Promise<void> {
 }
 
 /** Automations and webhooks: their API services and background workers, woken by what they wait for. */
+/**
+ * The service's secret key ring (util/secrets.ts): the current key (AGENT_SECRET_KEY, --secret-key-file, or one
+ * generated into the data directory) and previous keys kept for rotation. Loaded on first use.
+ */
+function secretKeyring(config: Config, logger: Logger): LazySecretKeyring {
+  return new LazySecretKeyring(
+    () =>
+      loadSecretKeyring({
+        key: config.secretKey,
+        keyFile: config.secretKeyFile,
+        dataDir: config.dataDir,
+        previousKeys: config.environments.previousSecretKeys,
+        previousKeysFile: config.environments.previousSecretKeysFile,
+      }),
+    ({ origin, path, warning }) => {
+      if (origin === "generated") {
+        logger.warn(
+          { path },
+          "generated a secret key for secrets at rest (keep it: without it they are lost)",
+        );
+      }
+      if (warning) logger.warn(warning);
+      if (config.databaseUrl && (origin === "generated" || origin === "data-dir")) {
+        logger.warn(
+          "instances sharing a database must share the secret key: set the same AGENT_SECRET_KEY (or " +
+            "--secret-key-file) on each",
+        );
+      }
+    },
+  );
+}
+
 function automationsAndWebhooks(
   config: Config,
   deps: Infrastructure & {
@@ -200,29 +236,11 @@ function automationsAndWebhooks(
     runner: TurnRunner;
     agents: AgentService;
     sessions: SessionService;
+    keyring: LazySecretKeyring;
   },
 ) {
   const { store, clock, logger, cluster, hub, runner, sessions } = deps;
-  const secrets =
-    deps.secrets ??
-    new LazySecretBox(
-      () => loadSecretKey({ key: config.secretKey, keyFile: config.secretKeyFile, dataDir: config.dataDir }),
-      ({ origin, path, warning }) => {
-        if (origin === "generated") {
-          logger.warn(
-            { path },
-            "generated a secret key for secrets at rest (keep it: without it they are lost)",
-          );
-        }
-        if (warning) logger.warn(warning);
-        if (config.databaseUrl && (origin === "generated" || origin === "data-dir")) {
-          logger.warn(
-            "instances sharing a database must share the secret key: set the same AGENT_SECRET_KEY (or " +
-              "--secret-key-file) on each",
-          );
-        }
-      },
-    );
+  const secrets = deps.secrets ?? deps.keyring;
   const policy = { allowPrivate: config.webhookAllowPrivate, allowHttp: config.webhookAllowHttp };
   const pollMs = config.automationPollMs;
   const invocations = new AutomationDeliverer({
@@ -277,28 +295,16 @@ function automationsAndWebhooks(
  */
 function environmentsAndVaults(
   config: Config,
-  deps: Infrastructure & { clock: Clock; cluster: Cluster; hub: EventHub; redactor: SecretRedactor },
+  deps: Infrastructure & {
+    clock: Clock;
+    cluster: Cluster;
+    hub: EventHub;
+    redactor: SecretRedactor;
+    keyring: LazySecretKeyring;
+  },
 ) {
   const { store, clock, logger, cluster, hub, redactor } = deps;
-  const keyring = new LazySecretKeyring(
-    () =>
-      loadSecretKeyring({
-        key: config.secretKey,
-        keyFile: config.secretKeyFile,
-        dataDir: config.dataDir,
-        previousKeys: config.environments.previousSecretKeys,
-        previousKeysFile: config.environments.previousSecretKeysFile,
-      }),
-    ({ origin, path, warning }) => {
-      if (origin === "generated") {
-        logger.warn(
-          { path },
-          "generated a secret key for secrets at rest (keep it: without it they are lost)",
-        );
-      }
-      if (warning) logger.warn(warning);
-    },
-  );
+  const keyring = deps.keyring;
   const vaults = new VaultService({
     store,
     clock,

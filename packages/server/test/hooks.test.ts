@@ -84,3 +84,30 @@ describe("turn and session hooks", () => {
     await waitFor(() => of(id).includes("deleted"), 10_000, "afterDelete");
   });
 });
+
+describe("a session claimed by something that is not a turn (a checkpoint restore)", () => {
+  it("a message is a 409 saying so (official and template), and the template's live tail answers idle", async () => {
+    const created = await f.json<{ id: string }>("POST", "/v1/agents/sessions", {});
+    const id = created.body.id;
+    expect(await f.service.core.store.claimSession(id, "restore_test", {})).toBeDefined();
+    const official = await f.json<{ error: { code: string; message: string } }>(
+      "POST",
+      `/v1/agents/sessions/${id}/events`,
+      { events: [{ type: "agent.session.input.message", input: "Reply with exactly: later" }] },
+      { "openai-beta": "agents=v1" },
+    );
+    expect(official.status).toBe(409);
+    expect(official.body.error.message).toContain("checkpoint is being restored");
+    const template = await f.request("POST", `/v1/agents/sessions/${id}/events`, {
+      input: "Reply with exactly: later",
+    });
+    expect(template.status).toBe(409);
+    const tail = await f.json<{ message: string }>("GET", `/v1/agents/sessions/${id}/events`);
+    expect(tail.body.message).toBe("No active turn");
+    await f.service.core.store.updateSession(id, { active_turn_id: null });
+    const after = await f.request("POST", `/v1/agents/sessions/${id}/events`, {
+      input: "Reply with exactly: later",
+    });
+    expect((await readSse(after)).at(-1)!.event).toBe("agent.session.turn.completed");
+  });
+});

@@ -208,7 +208,8 @@ describe("SqliteStore file persistence", () => {
     };
     insert("agents", v1Agent);
     insert("sessions", v1Session);
-    insert("turns", turn("s1", "t1", 6, { status: "completed" }));
+    const { subagent_id: _sub, ...v1Turn } = turn("s1", "t1", 6, { status: "completed" });
+    insert("turns", v1Turn);
     insert("items", {
       session_id: "s1",
       ordinal: 0,

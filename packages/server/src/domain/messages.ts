@@ -7,6 +7,7 @@ import type { SessionRecord, Store, TurnRecord } from "../store/types.js";
 import { conflict, notFound } from "./errors.js";
 import type { GoalCaps } from "./goals/book.js";
 import type { GoalService } from "./goals/service.js";
+import { isTurnId } from "./ids.js";
 import type { TurnInput } from "./input.js";
 import type { ActionAnswer } from "./turns/actions.js";
 import type { TurnControl } from "./turns/control.js";
@@ -48,6 +49,12 @@ export class MessageService {
       // The running turn: here, or on another instance (the session says which).
       const running = runner.activeTurn(current.id)?.id ?? current.active_turn_id;
       if (!running) return { turn: await runner.start(current, input), steered: false };
+      if (!isTurnId(running)) {
+        throw conflict(
+          "The session is busy (a checkpoint is being restored): try again shortly",
+          "session_busy",
+        );
+      }
       if (opts.whileBusy === "refuse") throw conflict("Session has an active turn");
       const steered = await this.deps.control.steer(current.id, input.items);
       if (steered) return { turn: steered, steered: true };

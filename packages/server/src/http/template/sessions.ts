@@ -4,6 +4,7 @@ import type { Core } from "../../core.js";
 import { badRequest, conflict } from "../../domain/errors.js";
 import { isTurnEnd } from "../../domain/events.js";
 import { parseGoalOption } from "../../domain/goals/book.js";
+import { isTurnId } from "../../domain/ids.js";
 import { hasContent, parseInput, type TurnInput } from "../../domain/input.js";
 import type { SessionFields, WorkspaceMode } from "../../domain/sessions.js";
 import { APPROVAL_POLICIES } from "../../domain/settings.js";
@@ -280,7 +281,8 @@ export function sessionRoutes(app: App, core: Core): void {
       if (cursor && cursor.seq > last) {
         throw badRequest(`Last-Event-ID ${cursor.seq} is ahead of this session's event log`, "Last-Event-ID");
       }
-      const active = session.active_turn_id;
+      const active =
+        session.active_turn_id && isTurnId(session.active_turn_id) ? session.active_turn_id : null;
       if (!active) {
         // A client that reconnects after the turn ended still gets what it missed (and, when it missed
         // nothing, the idle answer rather than a stream that would wait for a terminal event already sent).

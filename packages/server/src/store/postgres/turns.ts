@@ -2,7 +2,8 @@ import type { Queries, TurnRecord } from "../types.js";
 import { asIs, asJson, asJsonOrNull, json, jsonOrNull, listByCreated, type PgDb, setClause } from "./db.js";
 
 /** jsonb columns come back parsed (SQL NULL as null): a row is a TurnRecord. */
-const COLS = "id, session_id, created_at, started_at, completed_at, status, input, error, usage, goal, subagent_id";
+const COLS =
+  "id, session_id, created_at, started_at, completed_at, status, input, error, usage, goal, subagent_id";
 
 const ENCODE = {
   started_at: asIs,

@@ -15,7 +15,8 @@ interface TurnRow {
   subagent_id: string | null;
 }
 
-const COLS = "id, session_id, created_at, started_at, completed_at, status, input, error, usage, goal, subagent_id";
+const COLS =
+  "id, session_id, created_at, started_at, completed_at, status, input, error, usage, goal, subagent_id";
 
 const fromRow = (r: TurnRow): TurnRecord => ({
   id: r.id,
