@@ -30,7 +30,7 @@ describe("test MCP servers (official SDK client)", () => {
         }),
       );
       const got = await exercise(client);
-      expect(got.names).toEqual(["add", "echo", "fail", "whoami"]);
+      expect(got.names).toEqual(["add", "ask", "echo", "fail", "whoami"]);
       expect(got.echo).toEqual({ content: [{ type: "text", text: "hi" }] });
       expect(got.add.content[0]!.text).toBe("5");
       expect(got.fail).toMatchObject({ isError: true });
@@ -87,7 +87,7 @@ describe("test MCP servers (official SDK client)", () => {
     );
     try {
       const got = await exercise(client);
-      expect(got.names).toEqual(["add", "echo", "fail", "whoami"]);
+      expect(got.names).toEqual(["add", "ask", "echo", "fail", "whoami"]);
       expect(got.add.content[0]!.text).toBe("5");
       expect(got.fail).toMatchObject({ isError: true });
       expect(got.whoami.content[0]!.text).toBe("s3cret");

@@ -205,6 +205,7 @@ describe("tool directives against the real engine", () => {
     expect(ns).toMatchObject({ type: "namespace", name: "mcp__demo" });
     expect((ns!.tools as Array<{ name: string }>).map((t) => t.name).sort()).toEqual([
       "add",
+      "ask",
       "echo",
       "fail",
       "whoami",
