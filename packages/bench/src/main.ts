@@ -50,7 +50,7 @@ const USAGE = `Usage: npm run bench -- [--quick] [--json <path>] [--only <ids>]
 
   --quick        smaller samples (finishes in under 2 minutes on 2 cores)
   --json <path>  also write every result as JSON
-  --only <ids>   comma-separated scenario ids (1-10)
+  --only <ids>   comma-separated scenario ids (1-10, 12, 13)
   --profile-server <dir>
                  run every server process with --cpu-prof, writing .cpuprofile files to <dir>
   --server-cli <path>
