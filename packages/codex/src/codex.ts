@@ -200,10 +200,10 @@ export class Codex {
     const threadId = threadIdOf(n.params);
     if (threadId) {
       this.threads.get(threadId)?.observe(n.method, n.params);
+      this.learnChildren(threadId, n);
       const route = this.routes.get(threadId);
       if (route) route.onNotification(n);
       else this.toParent(threadId, n);
-      this.learnChildren(threadId, n);
     }
     this.opts.onNotification?.(n);
   }
@@ -211,8 +211,24 @@ export class Codex {
   /** Child thread → the thread whose multi-agent tool spawned (or last addressed) it. */
   private readonly parents = new Map<string, string>();
 
-  /** A multi-agent tool call names the threads it spawned or addresses: they are children of its thread. */
+  /** Engine turn id → its thread, for turns that started here (a child's turn names its root turn). */
+  private readonly turnThreads = new Map<string, string>();
+
+  /**
+   * A child thread's turn names the root turn it works for (`rootTurnId`), so its parent is known from its first
+   * turn on, even when that starts before the spawning tool call completes; a multi-agent tool call names the
+   * threads it spawned or addresses.
+   */
   private learnChildren(threadId: string, n: RawNotification): void {
+    if (n.method === "turn/started") {
+      const turn = n.params.turn as { id?: unknown; rootTurnId?: unknown } | undefined;
+      if (typeof turn?.id !== "string") return;
+      this.turnThreads.set(turn.id, threadId);
+      if (this.turnThreads.size > 10_000) this.turnThreads.delete(this.turnThreads.keys().next().value!);
+      const root = typeof turn.rootTurnId === "string" ? this.turnThreads.get(turn.rootTurnId) : undefined;
+      if (root && root !== threadId) this.parents.set(threadId, root);
+      return;
+    }
     if (n.method !== "item/started" && n.method !== "item/completed") return;
     const item = n.params.item as ThreadItem | undefined;
     if (item?.type !== "collabAgentToolCall") return;

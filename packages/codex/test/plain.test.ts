@@ -59,6 +59,10 @@ describe("subagents", () => {
     const methods = child.map((c) => c.notification.method);
     expect(methods).toContain("turn/started");
     expect(methods).toContain("turn/completed");
+    // The child's turn names the parent's turn as its root: that is how its work is routed here even when it
+    // starts before the spawning tool call completes.
+    const started = child.find((c) => c.notification.method === "turn/started")!.notification;
+    expect(started.method === "turn/started" && started.params.turn.rootTurnId).toBe(turn.id);
     const said = child.flatMap((c) =>
       c.notification.method === "item/completed" && c.notification.params.item.type === "agentMessage"
         ? [c.notification.params.item.text]
