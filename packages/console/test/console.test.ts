@@ -316,6 +316,96 @@ describe("web console", () => {
     await message().waitFor();
   });
 
+  it("answers a tool call, shows a file change with its diff, and approves a command", async () => {
+    const back = page.url();
+    // A session whose agent has a function tool: the person at the console answers for the client.
+    const tooled = await api("POST", "/v1/agents/sessions", {
+      environment: { type: "none" },
+      agent: {
+        model: "mock-model",
+        tools: [
+          {
+            type: "function",
+            name: "get_weather",
+            description: "The weather in a city.",
+            parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+          },
+        ],
+      },
+    });
+    const sid = tooled.body.id as string;
+    await page.goto(`${f.url}/console/sessions/${sid}`);
+    await send('Call the function get_weather with arguments {"city":"Paris"}. Then reply with its output');
+    const call = page.getByRole("form", { name: "tool call get_weather" });
+    await call.waitFor();
+    await page.locator(".session-head").getByText("requires action").waitFor();
+    expect(await call.locator("pre.args").textContent()).toContain('"city": "Paris"');
+    await call.getByLabel("Result").fill("Sunny in Paris");
+    await shot("tool-call");
+    await call.getByRole("button", { name: "Send result" }).click();
+    await agentSaid("Sunny in Paris").waitFor();
+    await call.waitFor({ state: "detached" });
+    await page.locator('[data-item-type="function_call_output"]').getByText("Sunny in Paris").waitFor();
+
+    // File changes (the engine's apply_patch, here run through the shell) show each file's diff.
+    const patch = (body: string) =>
+      scripts.functionCall("exec_command", {
+        cmd: `apply_patch <<'EOF'\n*** Begin Patch\n${body}*** End Patch\nEOF\n`,
+        login: false,
+        yield_time_ms: 30_000,
+      });
+    f.mock.enqueue(
+      [
+        patch("*** Add File: notes.txt\n+first line\n+second line\n"),
+        scripts.assistantMessage("added"),
+        patch("*** Update File: notes.txt\n@@\n first line\n-second line\n+second line, edited\n"),
+        scripts.assistantMessage("edited"),
+      ],
+      (req) => req.lastUserText().startsWith("Write the notes"),
+    );
+    await send("Write the notes");
+    await agentSaid("added").waitFor();
+    await page.locator(".session-head").getByText("idle").waitFor();
+    await send("Write the notes again");
+    await agentSaid("edited").waitFor();
+    const changes = page.locator('[data-item-type="file_change"]');
+    await expect.poll(() => changes.count()).toBe(2);
+    const added = changes.first().getByTestId("diff");
+    expect(await added.locator(".diff-add").allTextContents()).toEqual(["+first line\n", "+second line\n"]);
+    const edited = changes.last().getByTestId("diff");
+    expect(await edited.locator(".diff-del").allTextContents()).toEqual(["-second line\n"]);
+    expect(await edited.locator(".diff-add").allTextContents()).toEqual(["+second line, edited\n"]);
+    expect(await changes.last().textContent()).toContain("update");
+    expect(readFileSync(join(await workspaceOf(sid), "notes.txt"), "utf8")).toBe(
+      "first line\nsecond line, edited\n",
+    );
+    await changes.last().scrollIntoViewIfNeeded();
+    await shot("file-change");
+
+    // A session that asks before running commands: the command waits until someone approves it.
+    const guarded = await api("POST", "/v1/agents/sessions", {
+      environment: { type: "none" },
+      agent: { model: "mock-model", approval_policy: "untrusted" },
+    });
+    const gid = guarded.body.id as string;
+    await page.goto(`${f.url}/console/sessions/${gid}`);
+    await send(
+      "Run this exact shell command and wait for it to finish: touch approved.txt. Then reply with exactly: made it",
+    );
+    const approval = page.getByRole("group", { name: "approval command_execution" });
+    await approval.waitFor();
+    expect(await approval.textContent()).toContain("touch approved.txt");
+    expect(existsSync(join(await workspaceOf(gid), "approved.txt"))).toBe(false);
+    await shot("approval");
+    await approval.getByRole("button", { name: "Approve", exact: true }).click();
+    await agentSaid("made it").waitFor();
+    await approval.waitFor({ state: "detached" });
+    expect(existsSync(join(await workspaceOf(gid), "approved.txt"))).toBe(true);
+
+    await page.goto(back);
+    await message().waitFor();
+  });
+
   it("reconnects after the server went away and resumes after the last event, without duplicates", async () => {
     const sid = openSessionId();
     const port = new URL(f.url).port;

@@ -17,6 +17,26 @@ export type Item = AgentSessionItem | AgentOutputItem;
 
 export type SessionStatus = AgentSession["status"];
 
+/** A function call of the agent's own tools waiting for the client's result. */
+export type FunctionCallAction = Extract<AgentSession["required_actions"][number], { type: "function_call" }>;
+
+/** A command, file change or MCP request waiting for a person's decision (this server's extension). */
+export interface ApprovalAction {
+  type: "approval_request";
+  action_id: string;
+  turn_id: string;
+  kind: string;
+  item_id: string | null;
+  message: string | null;
+  details: Record<string, unknown> | null;
+  decisions: ApprovalDecision[];
+}
+
+export type ApprovalDecision = "approve" | "approve_for_session" | "deny" | "cancel";
+
+/** What `session.required_actions` holds on this server. */
+export type RequiredAction = FunctionCallAction | ApprovalAction;
+
 /** The goal resource (GET/POST/DELETE /v1/agents/sessions/{id}/goal): an extension of this server. */
 export interface Goal {
   object: "agent.session.goal";

@@ -11,9 +11,9 @@ const positive = (s: string): number | undefined => {
 
 /**
  * Sends a message (a new turn when idle; while a turn runs the same message steers it), cancels the running
- * turn, or starts a goal whose objective is the message.
+ * turn (also one waiting on a required action), or starts a goal whose objective is the message.
  */
-export function Composer(props: { sessionId: string; running: boolean }) {
+export function Composer(props: { sessionId: string; running: boolean; waiting?: boolean }) {
   const { client } = useApi();
   const [text, setText] = useState("");
   const [asGoal, setAsGoal] = useState(false);
@@ -125,7 +125,7 @@ export function Composer(props: { sessionId: string; running: boolean }) {
         <button
           type="button"
           className="danger"
-          disabled={busy || !props.running}
+          disabled={busy || !(props.running || props.waiting)}
           onClick={() => act(() => cancelTurn(client, props.sessionId))}
         >
           Cancel turn

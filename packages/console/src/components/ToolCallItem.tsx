@@ -5,19 +5,82 @@ type ToolItem = Extract<Item, { type: "function_call" | "mcp_call" | "function_c
 
 const show = (v: unknown): string => (typeof v === "string" ? v : JSON.stringify(v, null, 2));
 
-/** The files an `apply_patch` call changes (this server reports file changes as that function call). */
-function changedFiles(args: unknown): Array<{ path: string; kind: string }> | null {
+interface FileChange {
+  path: string;
+  kind: string;
+  movedTo: string | null;
+  diff: string;
+}
+
+/**
+ * The files an `apply_patch` call changes (this server reports the engine's file changes as that function call;
+ * each change has its path, its kind — add, delete, update — and its diff: the new content for an added file).
+ */
+function changedFiles(args: unknown): FileChange[] | null {
   try {
     const parsed: unknown = typeof args === "string" ? JSON.parse(args) : args;
     const changes = (parsed as { changes?: unknown } | null)?.changes;
     if (!Array.isArray(changes)) return null;
-    return changes.map((c: { path?: unknown; kind?: unknown }) => ({
-      path: String(c.path ?? "?"),
-      kind: typeof c.kind === "string" ? c.kind : show(c.kind ?? ""),
-    }));
+    return changes.map((c: { path?: unknown; kind?: unknown; diff?: unknown }) => {
+      const kind = c.kind as { type?: unknown; move_path?: unknown } | string | undefined;
+      const type = typeof kind === "string" ? kind : typeof kind?.type === "string" ? kind.type : "change";
+      const movedTo = typeof kind === "object" && typeof kind.move_path === "string" ? kind.move_path : null;
+      return {
+        path: String(c.path ?? "?"),
+        kind: type,
+        movedTo,
+        diff: typeof c.diff === "string" ? c.diff : "",
+      };
+    });
   } catch {
     return null;
   }
+}
+
+/** One line of a diff, coloured by what it does; an added file's content is all additions. */
+function diffLines(change: FileChange): Array<{ text: string; kind: "add" | "del" | "hunk" | "ctx" }> {
+  const lines = change.diff.replace(/\n$/, "").split("\n");
+  if (change.kind === "add") return lines.map((l) => ({ text: `+${l}`, kind: "add" }));
+  if (change.kind === "delete") return lines.map((l) => ({ text: `-${l}`, kind: "del" }));
+  return lines.map((text) => ({
+    text,
+    kind: text.startsWith("@@")
+      ? "hunk"
+      : text.startsWith("+") && !text.startsWith("+++")
+        ? "add"
+        : text.startsWith("-") && !text.startsWith("---")
+          ? "del"
+          : "ctx",
+  }));
+}
+
+function FileDiff(props: { change: FileChange }) {
+  const { change } = props;
+  return (
+    <li data-path={change.path}>
+      <div>
+        <code>{change.path}</code>
+        {change.movedTo && (
+          <>
+            {" "}
+            → <code>{change.movedTo}</code>
+          </>
+        )}{" "}
+        <span className="muted">{change.kind}</span>
+      </div>
+      {change.diff && (
+        <pre className="diff" data-testid="diff">
+          {diffLines(change).map((l, i) => (
+            // biome-ignore lint/suspicious/noArrayIndexKey: the lines of one diff never move
+            <span key={i} className={`diff-${l.kind}`}>
+              {l.text}
+              {"\n"}
+            </span>
+          ))}
+        </pre>
+      )}
+    </li>
+  );
 }
 
 /** Function calls, MCP calls, file changes and tool outputs. */
@@ -43,9 +106,7 @@ export function ToolCallItem(props: { item: ToolItem }) {
         </div>
         <ul>
           {files.map((f) => (
-            <li key={f.path}>
-              <code>{f.path}</code> <span className="muted">{f.kind}</span>
-            </li>
+            <FileDiff key={f.path} change={f} />
           ))}
         </ul>
       </div>

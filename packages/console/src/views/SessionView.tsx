@@ -1,13 +1,15 @@
 import { useApi } from "../api/context";
+import type { RequiredAction } from "../api/types";
 import { ArtifactsPanel } from "../components/ArtifactsPanel";
 import { Composer } from "../components/Composer";
 import { GoalPanel } from "../components/GoalPanel";
+import { RequiredActions } from "../components/RequiredActions";
 import { StatusBadge } from "../components/StatusBadge";
 import { Timeline } from "../components/Timeline";
 import { formatUsage } from "../format";
 import { useSessionTimeline } from "../hooks/useSessionTimeline";
 
-/** One session: its timeline as it happens, the composer, the goal and the artifacts. */
+/** One session: its timeline as it happens, what it waits on, the composer, the goal and the artifacts. */
 export function SessionView(props: { sessionId: string }) {
   const { client } = useApi();
   const state = useSessionTimeline(client, props.sessionId);
@@ -39,7 +41,15 @@ export function SessionView(props: { sessionId: string }) {
       <div className="session-body">
         <div className="session-main">
           <Timeline state={state} />
-          <Composer sessionId={props.sessionId} running={status === "in_progress"} />
+          <RequiredActions
+            sessionId={props.sessionId}
+            actions={(session?.required_actions ?? []) as RequiredAction[]}
+          />
+          <Composer
+            sessionId={props.sessionId}
+            running={status === "in_progress"}
+            waiting={status === "requires_action"}
+          />
         </div>
         <aside className="session-side">
           <GoalPanel
