@@ -382,6 +382,34 @@ describe("web console", () => {
     await changes.last().scrollIntoViewIfNeeded();
     await shot("file-change");
 
+    // What the last turn changed (its checkpoints), undone, the undo undone, then a fork from its end.
+    const notes = async (id: string) => readFileSync(join(await workspaceOf(id), "notes.txt"), "utf8");
+    const turns = await api("GET", `/v1/agents/sessions/${sid}/turns?order=desc&limit=1`);
+    const lastTurn = (turns.body.data as Array<{ id: string }>)[0]!.id;
+    await page
+      .locator(`.turn-header[data-turn-id="${lastTurn}"]`)
+      .getByRole("button", { name: "Changes" })
+      .click();
+    const panel = page.getByRole("region", { name: "turn changes" });
+    await panel.getByTestId("turn-stats").getByText("1 file, +1 −1").waitFor();
+    expect(await panel.locator('.changed-files li[data-status="modified"]').textContent()).toContain(
+      "notes.txt",
+    );
+    expect(await panel.locator(".diff-del").allTextContents()).toEqual(["-second line\n"]);
+    expect(await panel.locator(".diff-add").allTextContents()).toEqual(["+second line, edited\n"]);
+    await shot("turn-changes");
+    await panel.getByRole("button", { name: "Undo this turn" }).click();
+    await panel.locator("output.restored").getByText("Restored: 1 file changed.").waitFor();
+    expect(await notes(sid)).toBe("first line\nsecond line\n");
+    await panel.getByRole("button", { name: "Undo the restore" }).click();
+    await expect.poll(() => notes(sid)).toBe("first line\nsecond line, edited\n");
+    await panel.getByRole("button", { name: "Fork from here" }).click();
+    await expect.poll(openSessionId).not.toBe(sid);
+    const fork = openSessionId();
+    expect(fork).toMatch(/^sess_/);
+    await message().waitFor();
+    expect(await notes(fork)).toBe("first line\nsecond line, edited\n");
+
     // A session that asks before running commands: the command waits until someone approves it.
     const guarded = await api("POST", "/v1/agents/sessions", {
       environment: { type: "none" },

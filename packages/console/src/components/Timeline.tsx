@@ -14,7 +14,7 @@ const STICK_PX = 48;
  * The session's rows, virtualised (only what is on screen is in the DOM, so a session of thousands of items
  * stays fast). It follows the end while the user is there, and loads older history at the top.
  */
-export function Timeline(props: { state: SessionTimeline }) {
+export function Timeline(props: { state: SessionTimeline; showChanges?(turnId: string): void }) {
   const { timeline, hasOlder, loadingOlder, loadOlder, ensureTurn } = props.state;
   const rows = useMemo<Row[]>(
     () => (hasOlder ? [{ kind: "older", key: "older" }, ...rowsOf(timeline)] : rowsOf(timeline)),
@@ -84,7 +84,12 @@ export function Timeline(props: { state: SessionTimeline }) {
                   {loadingOlder ? "Loading…" : "Load older items"}
                 </button>
               ) : row.kind === "turn" ? (
-                <TurnHeader turnId={row.turnId} turn={timeline.turns.get(row.turnId)} ensure={ensureTurn} />
+                <TurnHeader
+                  turnId={row.turnId}
+                  turn={timeline.turns.get(row.turnId)}
+                  ensure={ensureTurn}
+                  showChanges={props.showChanges}
+                />
               ) : (
                 <ItemView entry={timeline.entries.get(row.key)!} />
               )}

@@ -1,4 +1,5 @@
 import type { Item } from "../api/types";
+import { DiffText } from "./DiffText";
 import { StatusBadge } from "./StatusBadge";
 
 type ToolItem = Extract<Item, { type: "function_call" | "mcp_call" | "function_call_output" }>;
@@ -37,23 +38,6 @@ function changedFiles(args: unknown): FileChange[] | null {
   }
 }
 
-/** One line of a diff, coloured by what it does; an added file's content is all additions. */
-function diffLines(change: FileChange): Array<{ text: string; kind: "add" | "del" | "hunk" | "ctx" }> {
-  const lines = change.diff.replace(/\n$/, "").split("\n");
-  if (change.kind === "add") return lines.map((l) => ({ text: `+${l}`, kind: "add" }));
-  if (change.kind === "delete") return lines.map((l) => ({ text: `-${l}`, kind: "del" }));
-  return lines.map((text) => ({
-    text,
-    kind: text.startsWith("@@")
-      ? "hunk"
-      : text.startsWith("+") && !text.startsWith("+++")
-        ? "add"
-        : text.startsWith("-") && !text.startsWith("---")
-          ? "del"
-          : "ctx",
-  }));
-}
-
 function FileDiff(props: { change: FileChange }) {
   const { change } = props;
   return (
@@ -69,15 +53,10 @@ function FileDiff(props: { change: FileChange }) {
         <span className="muted">{change.kind}</span>
       </div>
       {change.diff && (
-        <pre className="diff" data-testid="diff">
-          {diffLines(change).map((l, i) => (
-            // biome-ignore lint/suspicious/noArrayIndexKey: the lines of one diff never move
-            <span key={i} className={`diff-${l.kind}`}>
-              {l.text}
-              {"\n"}
-            </span>
-          ))}
-        </pre>
+        <DiffText
+          text={change.diff}
+          mode={change.kind === "add" ? "add" : change.kind === "delete" ? "delete" : "unified"}
+        />
       )}
     </li>
   );

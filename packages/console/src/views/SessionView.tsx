@@ -1,3 +1,4 @@
+import { useState } from "react";
 import { useApi } from "../api/context";
 import type { RequiredAction } from "../api/types";
 import { ArtifactsPanel } from "../components/ArtifactsPanel";
@@ -6,14 +7,19 @@ import { GoalPanel } from "../components/GoalPanel";
 import { RequiredActions } from "../components/RequiredActions";
 import { StatusBadge } from "../components/StatusBadge";
 import { Timeline } from "../components/Timeline";
+import { TurnChanges } from "../components/TurnChanges";
 import { formatUsage } from "../format";
 import { useSessionTimeline } from "../hooks/useSessionTimeline";
 
-/** One session: its timeline as it happens, what it waits on, the composer, the goal and the artifacts. */
+/**
+ * One session: its timeline as it happens, what it waits on, the composer, a turn's changes (undo, fork), the goal
+ * and the artifacts.
+ */
 export function SessionView(props: { sessionId: string }) {
   const { client } = useApi();
   const state = useSessionTimeline(client, props.sessionId);
   const { timeline } = state;
+  const [changesOf, setChangesOf] = useState<string | null>(null);
   const session = timeline.session;
   const status = session?.status ?? "idle";
   return (
@@ -40,7 +46,7 @@ export function SessionView(props: { sessionId: string }) {
       )}
       <div className="session-body">
         <div className="session-main">
-          <Timeline state={state} />
+          <Timeline state={state} showChanges={setChangesOf} />
           <RequiredActions
             sessionId={props.sessionId}
             actions={(session?.required_actions ?? []) as RequiredAction[]}
@@ -52,6 +58,9 @@ export function SessionView(props: { sessionId: string }) {
           />
         </div>
         <aside className="session-side">
+          {changesOf && (
+            <TurnChanges sessionId={props.sessionId} turnId={changesOf} onClose={() => setChangesOf(null)} />
+          )}
           <GoalPanel
             sessionId={props.sessionId}
             goal={timeline.goal}
