@@ -361,7 +361,7 @@ describe("web console", () => {
         patch("*** Update File: notes.txt\n@@\n first line\n-second line\n+second line, edited\n"),
         scripts.assistantMessage("edited"),
       ],
-      (req) => req.lastUserText().startsWith("Write the notes"),
+      (req) => (req.lastUserText() ?? "").startsWith("Write the notes"),
     );
     await send("Write the notes");
     await agentSaid("added").waitFor();

@@ -8,6 +8,7 @@ import { LocalCluster, localRollouts } from "./cluster/local.js";
 import type { Cluster, Rollouts } from "./cluster/types.js";
 import type { Config } from "./config.js";
 import { AgentService } from "./domain/agents.js";
+import { runAutomationsTool } from "./domain/automations/agent-tool.js";
 import { AutomationDeliverer } from "./domain/automations/deliverer.js";
 import { AutomationScheduler } from "./domain/automations/scheduler.js";
 import { AutomationService } from "./domain/automations/service.js";
@@ -20,6 +21,7 @@ import { GoalService } from "./domain/goals/service.js";
 import { KeyService } from "./domain/keys.js";
 import { MessageService } from "./domain/messages.js";
 import { SessionService } from "./domain/sessions.js";
+import { AUTOMATIONS_TOOL_NAME, hasAutomationsTool } from "./domain/tools.js";
 import { TurnControl } from "./domain/turns/control.js";
 import { TurnRunner } from "./domain/turns/runner.js";
 import { Takeover } from "./domain/turns/takeover.js";
@@ -275,15 +277,23 @@ function automationsAndWebhooks(
   hub.onEvent((e) => {
     if (e.type === "session.created" || e.type === "session.status") webhookDeliverer.kick();
   });
+  const automations = new AutomationService({
+    store,
+    clock,
+    agents: deps.agents,
+    sessions,
+    allowMcpStdio: config.allowMcpStdio,
+    onQueued: () => invocations.kick(),
+  });
+  // The agent's own automations tool: its calls are answered here, within the session's project.
+  runner.serveTool({
+    name: AUTOMATIONS_TOOL_NAME,
+    enabledFor: (session) => hasAutomationsTool(session.tools),
+    call: (session, call) =>
+      runAutomationsTool(automations, { ...call, sessionId: session.id, projectId: session.project_id }),
+  });
   return {
-    automations: new AutomationService({
-      store,
-      clock,
-      agents: deps.agents,
-      sessions,
-      allowMcpStdio: config.allowMcpStdio,
-      onQueued: () => invocations.kick(),
-    }),
+    automations,
     webhooks: new WebhookService({ store, clock, secrets, policy }),
     workers: new BackgroundWorkers(scheduler, invocations, webhookDeliverer),
   };

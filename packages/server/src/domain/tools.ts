@@ -1,6 +1,6 @@
 /**
- * The tools an agent or session declares, in both dialects: client-executed function tools, MCP servers and web
- * search. Parsed once, strictly (a tool the engine would shadow, reject or could not honour is a 400 naming it),
+ * The tools an agent or session declares, in both dialects: client-executed function tools, MCP servers, web
+ * search and the agent's own automations. Parsed once, strictly (a tool the engine would shadow, reject or could not honour is a 400 naming it),
  * stored normalised, and never shown with their secrets (MCP authorization, header and env values).
  */
 import { badRequest } from "./errors.js";
@@ -41,7 +41,15 @@ export interface WebSearchTool {
   mode: "disabled" | "cached" | "live";
 }
 
-export type Tool = FunctionTool | McpTool | WebSearchTool;
+/** The agent may schedule its own wake-ups (automations targeting its session): a tool this server answers. */
+export interface AutomationsTool {
+  type: "automations";
+}
+
+export type Tool = FunctionTool | McpTool | WebSearchTool | AutomationsTool;
+
+/** The name the model calls the `automations` tool by (a function tool may not take it). */
+export const AUTOMATIONS_TOOL_NAME = "automations";
 
 /** Names of the engine's own tools (a function tool of the same name would be silently shadowed). */
 export const RESERVED_TOOL_NAMES: ReadonlySet<string> = new Set([
@@ -221,7 +229,8 @@ export function parseTools(
   const names = new Set<string>();
   const labels = new Set<string>();
   const where = opts.where ?? "tools";
-  return raw.map((t, i): unknown => {
+  let automations = false;
+  const parsed = raw.map((t, i): unknown => {
     const w = `${where}[${i}]`;
     if (!isRecord(t)) {
       if (opts.strict) throw badRequest(`'${w}' must be a tool object`, w);
@@ -244,16 +253,27 @@ export function parseTools(
         }
         return { type: "web_search", mode } satisfies WebSearchTool;
       }
+      case "automations":
+        if (automations) throw badRequest(`'${w}': the automations tool is given twice`, `${w}.type`);
+        automations = true;
+        return { type: "automations" } satisfies AutomationsTool;
       default:
         if (opts.strict) {
           throw badRequest(
-            `'${w}': tools of type ${JSON.stringify(t.type)} are not supported by this server (function, mcp, web_search)`,
+            `'${w}': tools of type ${JSON.stringify(t.type)} are not supported by this server (function, mcp, web_search, automations)`,
             `${w}.type`,
           );
         }
         return t;
     }
   });
+  if (automations && names.has(AUTOMATIONS_TOOL_NAME)) {
+    throw badRequest(
+      `'${where}': a function tool named ${AUTOMATIONS_TOOL_NAME} would shadow the automations tool`,
+      where,
+    );
+  }
+  return parsed;
 }
 
 /** The tools this server runs, out of a stored list. */
@@ -262,7 +282,10 @@ export function toolsOf(stored: unknown[]): Tool[] {
   return stored.filter(
     (t): t is Tool =>
       isRecord(t) &&
-      (t.type === "function" || t.type === "web_search" || (t.type === "mcp" && isRecord(t.transport))),
+      (t.type === "function" ||
+        t.type === "web_search" ||
+        t.type === "automations" ||
+        (t.type === "mcp" && isRecord(t.transport))),
   );
 }
 
@@ -286,7 +309,16 @@ export function publicTools(stored: unknown[]): unknown[] {
 export const redacted = (m: Record<string, string>) =>
   Object.fromEntries(Object.keys(m).map((k) => [k, "[redacted]"]));
 
-/** Whether two tool lists declare the same function tools (the engine fixes them when a thread starts). */
+export const hasAutomationsTool = (stored: unknown[]) =>
+  toolsOf(stored).some((t) => t.type === "automations");
+
+/**
+ * Whether two tool lists declare the same function tools, and the automations tool alike (the engine fixes the
+ * tools it calls back for when a thread starts).
+ */
 export function sameFunctionTools(a: unknown[], b: unknown[]): boolean {
-  return JSON.stringify(functionTools(a)) === JSON.stringify(functionTools(b));
+  return (
+    JSON.stringify(functionTools(a)) === JSON.stringify(functionTools(b)) &&
+    hasAutomationsTool(a) === hasAutomationsTool(b)
+  );
 }

@@ -1,7 +1,8 @@
 import type { ServerRequestHandler, ThreadOptions } from "@codex-agent-api/codex";
 import type { Config } from "../config.js";
+import { AUTOMATIONS_TOOL_SPEC } from "../domain/automations/agent-tool.js";
 import { settingsOf } from "../domain/settings.js";
-import { functionTools, type McpTool, mcpTools, toolsOf } from "../domain/tools.js";
+import { functionTools, hasAutomationsTool, type McpTool, mcpTools, toolsOf } from "../domain/tools.js";
 import type { SessionRecord } from "../store/types.js";
 import { isolated, PERMISSION_PROFILE } from "./codex-home.js";
 
@@ -31,7 +32,8 @@ export function environmentThreadOf(session: SessionRecord): EnvironmentThread |
  * How a session's engine thread is started or resumed: its cwd (the only place its commands may read and write,
  * under the engine's permission profile from config.toml — a `sandbox` here would replace that profile), model,
  * instructions, the commands' HOME (the workspace, so tools that write to ~ work inside the sandbox), and the tool
- * set its configuration says: the client's function tools (fixed when the thread starts), its MCP servers (sent
+ * set its configuration says: the client's function tools and the agent's automations tool (fixed when the thread
+ * starts), its MCP servers (sent
  * again on every resume: the engine does not keep them), web search only with a `web_search` tool, subagents only
  * when `multi_agent.enabled`. `onServerRequest` answers the engine's requests of this thread (function calls,
  * approvals).
@@ -69,12 +71,16 @@ export function threadOptionsFor(
         : {}),
       ...(Object.keys(mcp).length > 0 ? { mcp_servers: mcp } : {}),
     },
-    dynamicTools: functionTools(session.tools).map((t) => ({
-      type: "function",
-      name: t.name,
-      description: t.description,
-      inputSchema: t.parameters,
-    })),
+    dynamicTools: [
+      ...functionTools(session.tools).map((t) => ({
+        type: "function" as const,
+        name: t.name,
+        description: t.description,
+        inputSchema: t.parameters,
+      })),
+      // The agent's automations: called like a function tool, answered by this server (domain/automations).
+      ...(hasAutomationsTool(session.tools) ? [{ type: "function" as const, ...AUTOMATIONS_TOOL_SPEC }] : []),
+    ],
     ...(session.instructions ? { developerInstructions: session.instructions } : {}),
     ...(onServerRequest ? { onServerRequest } : {}),
   };

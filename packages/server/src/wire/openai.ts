@@ -68,6 +68,8 @@ function tools(list: unknown[]): PersistedAgentTool[] {
           context_size: "medium",
           location: null,
         };
+      case "automations":
+        return { type: "automations" };
       default:
         return {
           type: "mcp",

@@ -4,6 +4,7 @@
  * due occurrences and the deliverer delivers invocations (scheduler.ts, deliverer.ts).
  */
 import type {
+  AutomationCreatedBy,
   AutomationPatch,
   AutomationRecord,
   InvocationRecord,
@@ -59,8 +60,15 @@ export class AutomationService {
     return { scope, agents, sessions, allowMcpStdio };
   }
 
-  /** Saves an active automation; it does not run now (its first occurrence is the next one after now). */
-  async create(scope: Scope, f: AutomationCreate): Promise<AutomationRecord> {
+  /**
+   * Saves an active automation; it does not run now (its first occurrence is the next one after now). `createdBy`:
+   * a developer through the API, or an agent through its automations tool.
+   */
+  async create(
+    scope: Scope,
+    f: AutomationCreate,
+    createdBy: AutomationCreatedBy = { type: "developer" },
+  ): Promise<AutomationRecord> {
     const now = this.deps.clock.now();
     const name = checkName(f.name);
     const target = await normalizeTarget(f.target, this.targetContext(scope));
@@ -85,7 +93,7 @@ export class AutomationService {
       ...schedule,
       status: "active",
       target,
-      created_by: { type: "developer" },
+      created_by: createdBy,
     };
     await this.deps.store.insertAutomation(a);
     return a;

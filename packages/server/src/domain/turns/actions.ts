@@ -17,6 +17,7 @@ import type {
 } from "../../store/types.js";
 import type { EventHub, LogFn } from "../../stream/hub.js";
 import { badRequest } from "../errors.js";
+import type { ServerToolAnswer, ServerToolCall } from "../hooks.js";
 import { newId } from "../ids.js";
 
 /** One part of a function call's output. */
@@ -36,6 +37,8 @@ export interface ActionsDeps {
   itemLogged: (itemId: string) => Promise<void>;
   /** Whether the turn's recorder has logged the start of this item (a client may have seen it). */
   itemStarted: (itemId: string) => boolean;
+  /** A tool this server answers itself for the session, by name (its calls are no required actions). */
+  serverTool?: (name: string) => ((call: ServerToolCall) => Promise<ServerToolAnswer>) | undefined;
 }
 
 /**
@@ -91,6 +94,8 @@ export class TurnActions {
    * for the client, or the safe default for requests that are not the client's to answer.
    */
   async request(request: ServerRequest): Promise<unknown> {
+    const served = this.serverToolCall(request);
+    if (served) return served;
     const action = actionFor(request, this.turnId, this.deps.now());
     if (!action) return defaultServerRequestResponse(request.method);
     if (this.closed) return refusal(request);
@@ -109,6 +114,23 @@ export class TurnActions {
     this.early.delete(action.id);
     for (const wake of early ?? []) wake();
     return answered;
+  }
+
+  /** A call of a tool this server answers: its answer as the engine takes it (null: not such a call). */
+  private serverToolCall(request: ServerRequest): Promise<unknown> | null {
+    if (request.method !== "item/tool/call") return null;
+    const params = (request as unknown as Extract<Protocol.ServerRequest, { method: "item/tool/call" }>)
+      .params;
+    const call = this.deps.serverTool?.(params.tool);
+    if (!call) return null;
+    const answer = (success: boolean, text: string) => ({
+      contentItems: [{ type: "inputText", text }],
+      success,
+    });
+    return call({ callId: params.callId, arguments: params.arguments ?? null }).then(
+      (r) => answer(r.success, r.text),
+      (err: unknown) => answer(false, `The tool failed: ${err instanceof Error ? err.message : String(err)}`),
+    );
   }
 
   /**

@@ -34,7 +34,13 @@ import type { Clock, Timer } from "../../util/clock.js";
 import { badRequest, conflict, unavailable } from "../errors.js";
 import { isTurnEnd } from "../events.js";
 import type { GoalRun } from "../goals/run.js";
-import { HookFailure, type TurnHooks } from "../hooks.js";
+import {
+  HookFailure,
+  type ServerTool,
+  type ServerToolAnswer,
+  type ServerToolCall,
+  type TurnHooks,
+} from "../hooks.js";
 import { newId } from "../ids.js";
 import type { TurnInput } from "../input.js";
 import { engineEffort, settingsOf } from "../settings.js";
@@ -107,6 +113,23 @@ export class TurnRunner {
   /** Attaches a feature to the turns' lifecycle (see domain/hooks.ts). */
   use(hooks: TurnHooks): void {
     this.hooks.push(hooks);
+  }
+
+  private readonly serverTools = new Map<string, ServerTool>();
+
+  /** Answers a tool's calls here instead of asking the client (see domain/hooks.ts). */
+  serveTool(tool: ServerTool): void {
+    this.serverTools.set(tool.name, tool);
+  }
+
+  /** The session's tool of that name this server answers, bound to the session (undefined: not one). */
+  private serverToolOf(
+    session: SessionRecord,
+    name: string,
+  ): ((call: ServerToolCall) => Promise<ServerToolAnswer>) | undefined {
+    const tool = this.serverTools.get(name);
+    if (!tool?.enabledFor(session)) return undefined;
+    return (call) => tool.call(session, call);
   }
 
   /** Runs one kind of hook of every feature, in order; failures are logged. */
@@ -419,6 +442,7 @@ export class TurnRunner {
         now: () => clock.now(),
         itemLogged: (id) => recorder.itemLogged(id),
         itemStarted: (id) => recorder.itemStarted(id),
+        serverTool: (name) => this.serverToolOf(session, name),
       },
       session.id,
       turn.id,
