@@ -133,6 +133,45 @@ function contract(name: string, open: () => Promise<Store>): void {
       expect(ids(await store.listPendingEnvironments(10))).toEqual(["env_c"]);
     });
 
+    it("a lifecycle change writes its webhook event with it: once, to the project's subscribed endpoints", async () => {
+      const endpoint = (id: string, project_id: string, event_types: string[]) => ({
+        id,
+        project_id,
+        created_at: 900,
+        updated_at: 900,
+        name: id,
+        url: "https://hooks.example/x",
+        event_types,
+        secret: "sealed",
+        secret_hint: "whsec_…abcd",
+        old_secret: null,
+        old_secret_expires_at: null,
+      });
+      await store.insertWebhookEndpoint(endpoint("we_ready", P1, ["agent.environment.ready"]));
+      await store.insertWebhookEndpoint(endpoint("we_session", P1, ["agent.session.idle"]));
+      await store.insertWebhookEndpoint(endpoint("we_other", P2, ["agent.environment.ready"]));
+      await store.insertEnvironment(environment("env_a", 1000));
+      await store.updateEnvironment("env_a", { status: "ready", updated_at: 1010 });
+      // The same status again, or another field: no new event.
+      await store.updateEnvironment("env_a", { status: "ready", updated_at: 1011 });
+      await store.updateEnvironment("env_a", { error: null });
+      const sent = (await store.listWebhookDeliveries("we_ready", {})).data;
+      expect(sent).toHaveLength(1);
+      expect(sent[0]).toMatchObject({
+        project_id: P1,
+        session_id: null,
+        event_type: "agent.environment.ready",
+        event_created_at: 1010,
+        data: { id: "env_a" },
+        status: "pending",
+      });
+      expect((await store.listWebhookDeliveries("we_session", {})).data).toEqual([]);
+      expect((await store.listWebhookDeliveries("we_other", {})).data).toEqual([]);
+      // A status no event tells of (pending, connected) writes nothing.
+      await store.updateEnvironment("env_a", { status: "connected", updated_at: 1020 });
+      expect((await store.listWebhookDeliveries("we_ready", {})).data).toHaveLength(1);
+    });
+
     it("attachEnvironment gives an unattached environment to one session only", async () => {
       await store.insertEnvironment(environment("env_a"));
       const first = await store.attachEnvironment("env_a", "sess_1", 2000);

@@ -246,6 +246,47 @@ describe("webhooks (targets on this machine allowed)", () => {
     );
   });
 
+  it("environments: ready and failed are delivered once each, made ahead or with a session, and verified", async () => {
+    const types = [
+      "agent.environment.ready",
+      "agent.environment.failed",
+      "agent.environment.expired",
+    ] as const;
+    const e = await create("environments", "/environments", types);
+    const ready = await client.beta.agents.environments.create({
+      environment: { type: "openai_hosted", setup_commands: [{ command: "echo prepared > ready.txt" }] },
+    });
+    const failed = await client.beta.agents.environments.create({
+      environment: { type: "openai_hosted", setup_commands: [{ command: "exit 3" }] },
+    });
+    const session = await client.beta.agents.sessions.create({
+      environment: { type: "openai_hosted", setup_commands: [{ command: "true" }] },
+    });
+    const sessionEnv = (session.environment as { id?: string }).id!;
+    expect(sessionEnv).toMatch(/^env_/);
+    const expected = new Map([
+      [ready.id, "agent.environment.ready"],
+      [failed.id, "agent.environment.failed"],
+      [sessionEnv, "agent.environment.ready"],
+    ]);
+    const received = await until(async () => {
+      const all = receiver.at("/environments");
+      return all.length >= expected.size ? all : null;
+    }, "three environment events");
+    const events = await Promise.all(received.map((r) => unwrap(client, r, e.signing_secret)));
+    expect(new Map(events.map((ev) => [(ev.data as { id: string }).id, ev.type]))).toEqual(expected);
+    expect(events.every((ev) => Object.keys(ev.data).join() === "id")).toBe(true);
+    // Once each: the deliveries of the endpoint are exactly these.
+    const recorded = await deliveries(client, e.id);
+    expect(recorded.map((d) => [d.event.data.id, d.event.type, d.status]).sort()).toEqual(
+      [...expected].map(([id, type]) => [id, type, "delivered"]).sort(),
+    );
+    const sample = await client.webhooks.test(e.id, { event_type: "agent.environment.expired" });
+    expect(sample.status_code).toBe(200);
+    const last = await unwrap(client, receiver.at("/environments").at(-1)!, e.signing_secret);
+    expect(last.type).toBe("agent.environment.expired");
+  });
+
   it("a delivery answered 500 is retried later (re-signed) and then delivered; a failing one gives up in bounded time", async () => {
     const e = await create("retries", "/retry");
     receiver.answerNext("/retry", 500);
@@ -329,7 +370,10 @@ describe("webhooks (targets on this machine allowed)", () => {
     });
     expect(changed).toMatchObject({ name: "renamed", event_types: ["agent.session.failed"] });
     expect(changed.updated_at!).toBeGreaterThan(a.updated_at!);
-    expect(await client.webhooks.eventTypes.list()).toEqual({ object: "list", data: [...ALL] });
+    expect(await client.webhooks.eventTypes.list()).toEqual({
+      object: "list",
+      data: [...ALL, "agent.environment.ready", "agent.environment.failed", "agent.environment.expired"],
+    });
     expectApiError(
       await rejection(
         client.webhooks.create({ name: "x", url: receiver.urlOf("/x"), event_types: ["batch.completed"] }),

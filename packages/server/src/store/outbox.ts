@@ -1,19 +1,22 @@
 /**
  * The webhook outbox's vocabulary: which log events are webhook events, and their thin payloads (the official
  * `agent.session.*` webhook events: the session id and what kind of environment it runs in, or the kind of action
- * it waits for). Both stores call {@link outboxEvents} inside their event append, so a webhook event exists exactly
+ * it waits for; `agent.environment.*`: the environment id). Both stores call {@link outboxEvents} inside their event append, so a webhook event exists exactly
  * when its log event does (same transaction): one delivery row per subscribed endpoint of the session's project.
  */
 import { randomBytes } from "node:crypto";
 import type { NewEvent, OutboxEvent, SessionRecord } from "./records.js";
 
-/** The webhook event types this server sends (all about sessions). */
+/** The webhook event types this server sends (sessions' status, environments' lifecycle). */
 export const WEBHOOK_EVENT_TYPES = [
   "agent.session.created",
   "agent.session.in_progress",
   "agent.session.action_required",
   "agent.session.idle",
   "agent.session.failed",
+  "agent.environment.ready",
+  "agent.environment.failed",
+  "agent.environment.expired",
 ] as const;
 
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
@@ -78,4 +81,25 @@ export function outboxEvents(events: readonly NewEvent[]): Array<OutboxEvent & {
     }
   });
   return out;
+}
+
+/**
+ * The webhook event of an environment's status change (`agent.environment.<status>`), or null for statuses no event
+ * tells of. Both stores write it in the same statement or transaction as the status (their `updateEnvironment`),
+ * once per change, whether or not a session has the environment yet.
+ */
+export function environmentWebhookEvent(
+  environmentId: string,
+  status: string | undefined,
+  at: number,
+): OutboxEvent | null {
+  const type =
+    status === "ready"
+      ? "agent.environment.ready"
+      : status === "failed"
+        ? "agent.environment.failed"
+        : status === "expired"
+          ? "agent.environment.expired"
+          : null;
+  return type && { event_id: newEventId(), type, created_at: at, data: { id: environmentId } };
 }

@@ -204,6 +204,7 @@ function checkEventTypes(types: readonly string[], param = "event_types"): Webho
 
 /** The data of a test event (a made-up session). */
 function sampleData(type: WebhookEventType): Record<string, unknown> {
+  if (type.startsWith("agent.environment.")) return { id: `env_test_${randomBytes(8).toString("hex")}` };
   const id = `sess_test_${randomBytes(8).toString("hex")}`;
   if (type === "agent.session.action_required") return { id, required_action: { type: "function_call" } };
   return { id, environment_type: "none" };

@@ -1,4 +1,5 @@
 /** Environments this server prepares for sessions, and their reusable templates. */
+import { environmentWebhookEvent } from "../outbox.js";
 import type { EnvironmentRecord, EnvironmentTemplateRecord, Queries } from "../types.js";
 import { asIs, asJson, asJsonOrNull, json, jsonOrNull, listByCreated, type PgDb, setClause } from "./db.js";
 
@@ -71,9 +72,28 @@ export function environmentQueries(db: PgDb): EnvironmentQueries {
     async updateEnvironment(id, patch) {
       const set = setClause(patch, ENV_ENCODE, 2);
       if (set.params.length === 0) return get(id);
+      const hook = environmentWebhookEvent(id, patch.status, patch.updated_at ?? Date.now() / 1000);
+      if (!hook) {
+        return db.row<EnvironmentRecord>(
+          `UPDATE environments SET ${set.sql} WHERE id = $1 RETURNING ${ENV_COLS}`,
+          [id, ...set.params],
+        );
+      }
+      // A lifecycle change is a webhook event, written in the same statement (one delivery per subscribed
+      // endpoint), once: the old status is read under the row lock (a racing update waits, then sees the other's).
+      const n = set.params.length + 2;
       return db.row<EnvironmentRecord>(
-        `UPDATE environments SET ${set.sql} WHERE id = $1 RETURNING ${ENV_COLS}`,
-        [id, ...set.params],
+        `WITH updated AS (UPDATE environments SET ${set.sql} ` +
+          "FROM (SELECT id AS prev_id, status AS prev_status FROM environments WHERE id = $1 FOR UPDATE) prev " +
+          `WHERE environments.id = prev.prev_id RETURNING ${ENV_COLS}, prev.prev_status), ` +
+          "hook AS (INSERT INTO webhook_deliveries (id, endpoint_id, project_id, session_id, event_id, event_type, " +
+          "event_created_at, data, created_at, status, next_attempt_at) " +
+          `SELECT 'whd_' || replace(gen_random_uuid()::text, '-', ''), w.id, w.project_id, u.session_id, ` +
+          `$${n}, $${n + 1}, $${n + 2}, $${n + 3}::jsonb, $${n + 2}, 'pending', $${n + 2} ` +
+          `FROM updated u JOIN webhook_endpoints w ON w.project_id = u.project_id AND w.event_types ? $${n + 1} ` +
+          "WHERE u.prev_status IS DISTINCT FROM u.status) " +
+          `SELECT ${ENV_COLS} FROM updated`,
+        [id, ...set.params, hook.event_id, hook.type, hook.created_at, json(hook.data)],
       );
     },
     async attachEnvironment(id, sessionId, at) {

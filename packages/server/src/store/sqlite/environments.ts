@@ -1,4 +1,5 @@
 /** Environments this server prepares for sessions, and their reusable templates. */
+import { environmentWebhookEvent } from "../outbox.js";
 import type { EnvironmentRecord, EnvironmentTemplateRecord, Queries } from "../types.js";
 import { asIs, json, jsonOrNull, listByCreated, parse, parseOrNull, type SqliteDb, setClause } from "./db.js";
 
@@ -122,8 +123,36 @@ export function environmentQueries(db: SqliteDb): EnvironmentQueries {
     },
     async updateEnvironment(id, patch) {
       const set = setClause(patch, ENV_ENCODE);
-      if (set.params.length > 0) db.run(`UPDATE environments SET ${set.sql} WHERE id = ?`, ...set.params, id);
-      return get(id);
+      if (set.params.length === 0) return get(id);
+      return db.atomic(() => {
+        const before = get(id);
+        db.run(`UPDATE environments SET ${set.sql} WHERE id = ?`, ...set.params, id);
+        const after = get(id);
+        // A lifecycle change is a webhook event, written with it: one delivery per subscribed endpoint.
+        const hook =
+          before && after && before.status !== after.status
+            ? environmentWebhookEvent(id, after.status, after.updated_at)
+            : null;
+        if (after && hook) {
+          db.run(
+            "INSERT INTO webhook_deliveries (id, endpoint_id, project_id, session_id, event_id, event_type, " +
+              "event_created_at, data, created_at, status, next_attempt_at) " +
+              "SELECT 'whd_' || lower(hex(randomblob(16))), w.id, w.project_id, ?, ?, ?, ?, ?, ?, 'pending', ? " +
+              "FROM webhook_endpoints w WHERE w.project_id = ? " +
+              "AND EXISTS (SELECT 1 FROM json_each(w.event_types) AS t WHERE t.value = ?)",
+            after.session_id,
+            hook.event_id,
+            hook.type,
+            hook.created_at,
+            JSON.stringify(hook.data),
+            hook.created_at,
+            hook.created_at,
+            after.project_id,
+            hook.type,
+          );
+        }
+        return after;
+      });
     },
     async attachEnvironment(id, sessionId, at) {
       const changed = db.run(
