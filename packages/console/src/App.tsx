@@ -9,6 +9,7 @@ import { Layout } from "./views/Layout";
 import { SessionsView } from "./views/SessionsView";
 import { SessionView } from "./views/SessionView";
 import { SignIn } from "./views/SignIn";
+import { WebhooksView } from "./views/WebhooksView";
 
 export function App() {
   const [auth, setAuth] = useState<Auth | null>(loadAuth);
@@ -56,5 +57,7 @@ function CurrentView() {
       return <AgentsView />;
     case "health":
       return <HealthView />;
+    case "webhooks":
+      return <WebhooksView />;
   }
 }

@@ -5,7 +5,8 @@ export type Route =
   | { name: "sessions" }
   | { name: "session"; id: string }
   | { name: "agents" }
-  | { name: "health" };
+  | { name: "health" }
+  | { name: "webhooks" };
 
 const BASE = "/console";
 
@@ -15,6 +16,7 @@ export function parseRoute(pathname: string): Route {
   if (parts[0] === "sessions" && parts[1]) return { name: "session", id: decodeURIComponent(parts[1]) };
   if (parts[0] === "agents") return { name: "agents" };
   if (parts[0] === "health") return { name: "health" };
+  if (parts[0] === "webhooks") return { name: "webhooks" };
   return { name: "sessions" };
 }
 
@@ -28,6 +30,8 @@ export function hrefOf(route: Route): string {
       return `${BASE}/agents`;
     case "health":
       return `${BASE}/health`;
+    case "webhooks":
+      return `${BASE}/webhooks`;
   }
 }
 

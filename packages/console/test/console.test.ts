@@ -8,12 +8,16 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { deflateSync, gzipSync } from "node:zlib";
 import { ev, scripts } from "@codex-agent-api/testkit";
+import OpenAI from "openai";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanup, type ServerFixture, startServer, waitFor } from "../../server/test/fixture.js";
+import { WebhookReceiver } from "../../server/test/webhook-receiver.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const TOKEN = "console-test-token";
+/** The test's webhook receiver listens on this machine, over plain HTTP: the server must be told to allow that. */
+const WEBHOOKS_HERE = ["--webhook-allow-private", "--webhook-allow-http"];
 const here = dirname(fileURLToPath(import.meta.url));
 const dist = join(here, "../dist");
 const shots = join(here, "screenshots");
@@ -111,7 +115,7 @@ beforeAll(async () => {
     throw new Error("The console is not built: run `npm run build` (vitest's global setup normally does it)");
   }
   mkdirSync(shots, { recursive: true });
-  f = await startServer({ args: ["--token", TOKEN] });
+  f = await startServer({ args: ["--token", TOKEN, ...WEBHOOKS_HERE] });
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: [
@@ -434,6 +438,51 @@ describe("web console", () => {
     await message().waitFor();
   });
 
+  it("webhooks: creates an endpoint (its secret shown once), lists its deliveries, sends a test event", async () => {
+    const back = page.url();
+    const receiver = await WebhookReceiver.start();
+    try {
+      await page.getByRole("link", { name: "Webhooks" }).click();
+      const form = page.getByRole("form", { name: "new webhook endpoint" });
+      await form.getByLabel("Name").fill("ops");
+      await form.getByLabel("URL").fill(receiver.urlOf("/ops"));
+      await form.getByLabel("agent.session.idle").check();
+      await form.getByRole("button", { name: "Create endpoint" }).click();
+      const secret = (await page.getByTestId("signing-secret").textContent()) ?? "";
+      expect(secret).toMatch(/^whsec_/);
+
+      // A session's turn ends: its idle event is delivered, verified with the official SDK, and listed.
+      const created = await api("POST", "/v1/agents/sessions", {
+        environment: { type: "none" },
+        input: "Reply with exactly: hooked",
+      });
+      const sid = created.body.id as string;
+      const panel = page.getByRole("region", { name: "endpoint ops" });
+      await panel
+        .locator('tr[data-event-type="agent.session.idle"][data-status="delivered"]')
+        .filter({ hasText: sid })
+        .waitFor();
+      const got = receiver
+        .at("/ops")
+        .find((r) => (JSON.parse(r.body) as { data: { id: string } }).data.id === sid);
+      const event = await new OpenAI({ apiKey: "unused" }).webhooks.unwrap(got!.body, got!.headers, secret);
+      expect(event).toMatchObject({ type: "agent.session.idle", data: { id: sid } });
+
+      await panel.getByRole("button", { name: "Send test event" }).click();
+      await panel.locator("output.note").getByText("Test event agent.session.idle: answered 200").waitFor();
+      await shot("webhooks");
+      await panel.getByRole("button", { name: "Delete" }).click();
+      await page
+        .getByRole("table", { name: "webhook endpoints" })
+        .getByRole("button", { name: "ops", exact: true })
+        .waitFor({ state: "detached" });
+    } finally {
+      await receiver.close();
+    }
+    await page.goto(back);
+    await message().waitFor();
+  });
+
   it("reconnects after the server went away and resumes after the last event, without duplicates", async () => {
     const sid = openSessionId();
     const port = new URL(f.url).port;
@@ -449,7 +498,7 @@ describe("web console", () => {
       .getByTestId("connection")
       .getByText(/reconnecting/)
       .waitFor();
-    f = await startServer({ dataDir, args: ["--token", TOKEN, "--port", port] });
+    f = await startServer({ dataDir, args: ["--token", TOKEN, "--port", port, ...WEBHOOKS_HERE] });
     const connection = page.getByTestId("connection");
     await connection.getByText(/^live/).waitFor();
     expect(Number(await connection.getAttribute("data-reconnects"))).toBeGreaterThan(0);

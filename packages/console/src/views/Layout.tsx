@@ -18,6 +18,9 @@ export function Layout(props: { children: ReactNode }) {
           <Link to={{ name: "agents" }} className={current("agents")}>
             Agents
           </Link>
+          <Link to={{ name: "webhooks" }} className={current("webhooks")}>
+            Webhooks
+          </Link>
           <Link to={{ name: "health" }} className={current("health")}>
             Engines
           </Link>
