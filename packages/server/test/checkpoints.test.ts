@@ -1,6 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
+  chmodSync,
   existsSync,
   lstatSync,
   mkdirSync,
@@ -244,6 +245,53 @@ describe("checkpoints", () => {
     expect(await repo.checkpoint("nothing new for this one either")).toBeNull();
     write("more.txt", "y\n");
     expect((await must(repo.checkpoint("continues"))).parent).toBe(third.id);
+  });
+
+  it("an unchanged small tree is confirmed without starting git; changes right after a scan are all found", async () => {
+    // git through a wrapper that counts its runs.
+    const calls = join(base, "git-calls");
+    const wrapper = join(base, "git-counting");
+    writeFileSync(wrapper, `#!/bin/sh\necho "$1" >> "${calls}"\nexec git "$@"\n`, { mode: 0o755 });
+    const runs = () =>
+      existsSync(calls) ? readFileSync(calls, "utf8").split("\n").filter(Boolean).length : 0;
+    write("a.txt", "alpha\n");
+    write("deep/er/b.txt", "bravo\n");
+    write("node_modules/pkg/index.js", "x\n");
+    const repo = await open({ git: wrapper });
+    await must(repo.checkpoint("baseline"));
+    expect(await repo.checkpoint("scanned: nothing changed")).toBeNull();
+    const before = runs();
+    expect(await repo.checkpoint("quiet")).toBeNull();
+    expect(await repo.checkpoint("still quiet")).toBeNull();
+    expect(runs()).toBe(before); // no git process: the walk found nothing newer than the last scan
+    // What the engine's sandbox does in a workspace during each turn: placeholders made and removed again (the
+    // directory's ctime moves, what it holds does not).
+    mkdirSync(join(ws, ".codex"));
+    rmSync(join(ws, ".codex"), { recursive: true });
+    expect(await repo.checkpoint("placeholders came and went")).toBeNull();
+    expect(runs()).toBe(before);
+    // An excluded folder changing is not a change of the tree (the scan leaves it out too).
+    write("node_modules/pkg/index.js", "y\n");
+    expect(await repo.checkpoint("excluded only")).toBeNull();
+    // Each kind of change, made at once after the previous scan, is seen: same-size content, deletion, mode,
+    // rename, a new file deep down.
+    write("deep/er/b.txt", "BRAVO\n");
+    expect((await must(repo.checkpoint("content"))).stats).toMatchObject({ files: 1 });
+    rmSync(join(ws, "a.txt"));
+    expect((await must(repo.checkpoint("deleted"))).stats).toMatchObject({ files: 1, deletions: 1 });
+    chmodSync(join(ws, "deep/er/b.txt"), 0o755);
+    await must(repo.checkpoint("mode"));
+    renameSync(join(ws, "deep/er/b.txt"), join(ws, "deep/b2.txt"));
+    await must(repo.checkpoint("renamed"));
+    write("deep/er/new/c.txt", "charlie\n");
+    await must(repo.checkpoint("new deep file"));
+    expect(read("deep/er/new/c.txt")).toBe("charlie\n");
+    // A tree too large for the walk is scanned by git every time.
+    for (let i = 0; i < 2100; i++) write(`many/f${i}.txt`, `${i}\n`);
+    await must(repo.checkpoint("many files"));
+    const large = runs();
+    expect(await repo.checkpoint("large and unchanged")).toBeNull();
+    expect(runs()).toBeGreaterThan(large);
   });
 
   it("restores the earlier tree exactly, leaves unchanged files alone, and can be undone", async () => {

@@ -14,6 +14,7 @@ import {
   templateTurn,
 } from "../context.js";
 import { cpuMs, now } from "../proc.js";
+import { startServer } from "../server.js";
 import { median, type Row, ratio, sampleRow } from "../stats.js";
 
 const row = sampleRow;
@@ -39,6 +40,14 @@ export const turnLatency: Scenario = {
     const warm = 3;
     const templateId = await createTemplateSession(rig.server);
     const official = await OfficialSession.open(rig.server);
+    // The same server with workspace checkpoints off: what checkpointing costs a turn, side by side.
+    const { dir } = ctx.cleanup.tempDir("turns-no-checkpoints");
+    const bare = await startServer(ctx.cleanup, {
+      mockUrl: ctx.mock.url,
+      dataDir: `${dir}/server`,
+      args: ["--checkpoints", "off"],
+    });
+    const bareOfficial = await OfficialSession.open(bare);
     const thread = await rig.codex.startThread(rig.threadOptions);
     const legacyThread = await rig.legacy.codex.startThread(rig.legacy.threadOptions);
     // Warm-up: the first turns start the threads (and warm caches); the exec warm-up also creates the thread the
@@ -46,6 +55,7 @@ export const turnLatency: Scenario = {
     for (let i = 0; i < warm; i++) {
       await templateTurn(rig.server, templateId, TRIVIAL_PROMPT);
       await official.turn(TRIVIAL_PROMPT);
+      await bareOfficial.turn(TRIVIAL_PROMPT);
       await sdkTurn(thread);
       await sdkTurn(legacyThread);
     }
@@ -54,6 +64,7 @@ export const turnLatency: Scenario = {
     await execTurn(rig, TRIVIAL_PROMPT, first.threadId);
     const t: number[] = [];
     const o: number[] = [];
+    const ob: number[] = [];
     const s: number[] = [];
     const sl: number[] = [];
     const er: number[] = [];
@@ -72,6 +83,9 @@ export const turnLatency: Scenario = {
         serverCpu += (cpuMs(rig.server.pid) ?? 0) - c0;
       },
       async () => {
+        ob.push(await bareOfficial.turn(TRIVIAL_PROMPT));
+      },
+      async () => {
         s.push(await sdkTurn(thread));
       },
       async () => {
@@ -88,6 +102,8 @@ export const turnLatency: Scenario = {
         ef.push((await execTurn(rig, TRIVIAL_PROMPT)).ms);
     }
     official.close();
+    bareOfficial.close();
+    await bare.stop();
     const sdk = { ref: s, name: "SDK" };
     const http = { ref: t, name: "HTTP template" };
     const rows: Row[] = [
@@ -95,6 +111,7 @@ export const turnLatency: Scenario = {
       row("SDK direct, plain workspace-write sandbox (no read isolation)", "ms", sl, sdk),
       row("HTTP template: POST events → SSE turn.completed", "ms", t, sdk),
       row("HTTP official: POST events 202 → stream turn.completed", "ms", o, sdk),
+      row("HTTP official, --checkpoints off", "ms", ob, sdk),
       row("codex exec resume per turn (follow-up)", "ms", er, http),
       row("codex exec per turn (fresh thread)", "ms", ef, http),
     ];
@@ -109,7 +126,9 @@ export const turnLatency: Scenario = {
           op: "<=",
           threshold: 1.1,
           unit: "×",
-          detail: `official dialect: ${ratio(median(o), median(s))?.toFixed(2) ?? "—"}×`,
+          detail:
+            `official dialect: ${ratio(median(o), median(s))?.toFixed(2) ?? "—"}×; ` +
+            `official with checkpoints off: ${ratio(median(ob), median(s))?.toFixed(2) ?? "—"}×`,
         },
         {
           name: "exec/HTTP turn latency",
@@ -132,6 +151,7 @@ export const turnLatency: Scenario = {
       data: {
         template: t,
         official: o,
+        officialNoCheckpoints: ob,
         sdk: s,
         sdkPlainSandbox: sl,
         execResume: er,
@@ -302,6 +322,14 @@ export const goal: Scenario = {
     const objective = "Bench goal: finish in three steps";
     const templateId = await createTemplateSession(rig.server);
     const official = await OfficialSession.open(rig.server);
+    // The same server with workspace checkpoints off: what checkpointing costs a turn, side by side.
+    const { dir } = ctx.cleanup.tempDir("turns-no-checkpoints");
+    const bare = await startServer(ctx.cleanup, {
+      mockUrl: ctx.mock.url,
+      dataDir: `${dir}/server`,
+      args: ["--checkpoints", "off"],
+    });
+    const bareOfficial = await OfficialSession.open(bare);
     const thread = await rig.codex.startThread(rig.threadOptions);
     const expectDrained = (what: string) => {
       const left = ctx.mock.pending();
@@ -343,6 +371,7 @@ export const goal: Scenario = {
     await viaSdk();
     const t: number[] = [];
     const o: number[] = [];
+    const ob: number[] = [];
     const s: number[] = [];
     const variants = [
       async () => t.push(await viaTemplate()),
@@ -353,6 +382,8 @@ export const goal: Scenario = {
       for (let k = 0; k < variants.length; k++) await variants[(i + k) % variants.length]!();
     }
     official.close();
+    bareOfficial.close();
+    await bare.stop();
     const sdk = { ref: s, name: "SDK" };
     return {
       id: this.id,

@@ -212,3 +212,81 @@ async function forEachLimit<T>(
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
+
+/**
+ * What a small work tree holds, cheaply: the names in each directory and the newest ctime of its files and links.
+ * Taken right before a scan, it lets a later check tell "nothing changed since" without starting git.
+ */
+export interface TreeSnapshot {
+  /** When the walk started (wall clock, ms). */
+  takenAt: number;
+  /** Directory (relative, "" for the root) → the names in it, sorted. */
+  dirs: Map<string, string[]>;
+  /** The newest ctime (ms) of a file or link seen. */
+  newestCtime: number;
+}
+
+/**
+ * Walks the work tree with readdir and lstat, as the scan sees it (`.git` directories and excluded names are not
+ * entered). Null when it holds more than `limit` entries or anything cannot be read: then only a scan can tell.
+ * Directory ctimes are not used: the engine's sandbox mounts placeholders in the workspace during a turn and removes
+ * them, which changes the directory's ctime but not what it holds.
+ */
+export async function snapshotTree(
+  root: string,
+  excludedNames: ReadonlySet<string>,
+  limit: number,
+): Promise<TreeSnapshot | null> {
+  const takenAt = Date.now();
+  const dirs = new Map<string, string[]>();
+  let newestCtime = 0;
+  let seen = 0;
+  const walk = async (rel: string): Promise<boolean> => {
+    const entries = await readdir(rel ? join(root, rel) : root, { withFileTypes: true });
+    seen += entries.length;
+    if (seen > limit) return false;
+    const names: string[] = [];
+    const inside: string[] = [];
+    const stats: Array<Promise<Stats>> = [];
+    for (const entry of entries) {
+      if (entry.name === ".git") continue;
+      names.push(entry.name);
+      const path = rel ? `${rel}/${entry.name}` : entry.name;
+      if (entry.isDirectory()) {
+        if (!excludedNames.has(entry.name)) inside.push(path);
+      } else {
+        stats.push(lstat(join(root, path)));
+      }
+    }
+    dirs.set(rel, names.sort());
+    for (const st of await Promise.all(stats)) newestCtime = Math.max(newestCtime, st.ctimeMs);
+    for (const path of inside) if (!(await walk(path))) return false;
+    return true;
+  };
+  try {
+    return (await walk("")) ? { takenAt, dirs, newestCtime } : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether the tree is still what `before` saw: the same names in every directory, and no file or link with a
+ * ctime within `marginMs` of the snapshot or after it (a write, a chmod or a rename sets the ctime).
+ */
+export async function unchangedSince(
+  root: string,
+  before: TreeSnapshot,
+  excludedNames: ReadonlySet<string>,
+  limit: number,
+  marginMs: number,
+): Promise<boolean> {
+  const now = await snapshotTree(root, excludedNames, limit);
+  if (!now || now.newestCtime >= before.takenAt - marginMs || now.dirs.size !== before.dirs.size)
+    return false;
+  for (const [dir, names] of now.dirs) {
+    const was = before.dirs.get(dir);
+    if (!was || was.length !== names.length || was.some((n, i) => n !== names[i])) return false;
+  }
+  return true;
+}

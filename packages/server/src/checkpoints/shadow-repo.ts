@@ -4,7 +4,7 @@ import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { badRequest, conflict, notFound } from "../domain/errors.js";
 import { AsyncLock } from "../util/lock.js";
 import { Git, GitError, runGit, splitNul } from "./git.js";
-import { scanIntoIndex } from "./scan.js";
+import { scanIntoIndex, snapshotTree, type TreeSnapshot, unchangedSince } from "./scan.js";
 import {
   type CheckpointDiff,
   type CheckpointInfo,
@@ -37,6 +37,13 @@ const FORMAT = "%(objectname)%00%(tree)%00%(contents:body)%00";
 const PREFETCH_AFTER_MS = 25;
 /** A scan slower than this lists changed and new files with two processes at once. */
 const SPLIT_AFTER_MS = 15;
+/**
+ * A tree of up to this many entries is first checked for changes with a walk in this process (`unchangedSince`),
+ * which costs less than the git process of a scan; a larger one is scanned directly.
+ */
+const QUICK_CHECK_MAX_ENTRIES = 2000;
+/** How far before the last scan's snapshot a change still counts as after it (coarse file timestamps). */
+const QUICK_CHECK_MARGIN_MS = 100;
 /**
  * An index write is followed by a refresh once the clock is past the second it was written in (git compares
  * timestamps in whole seconds: a file changed in that second is "racily clean" until the index is written later).
@@ -97,6 +104,9 @@ export class ShadowRepo {
    * a little later, in the background.
    */
   private refreshTimer: NodeJS.Timeout | null = null;
+
+  /** The work tree as walked right before the last scan, and the tree that scan found: the quick check's base. */
+  private lastScan: { snapshot: TreeSnapshot | null; tree: string } | null = null;
 
   private constructor(
     private readonly git: Git,
@@ -192,10 +202,12 @@ export class ShadowRepo {
     opts: RecordOptions,
   ): Promise<RecordResult> {
     return this.exclusive(async () => {
-      if (opts.unchanged) {
+      if (opts.unchanged || (!opts.force && (await this.quietSinceLastScan()))) {
         const head = await this.head();
         return { created: null, head: head ? toInfo(head) : null };
       }
+      // Walked before the scan: anything that changes meanwhile differs from it later, and is scanned again then.
+      const snapshot = await snapshotTree(this.git.workTree, this.excludedNames, QUICK_CHECK_MAX_ENTRIES);
       // On a large tree the listing of excluded paths (needed only when a checkpoint is written) takes as long as
       // the scan: when a change is likely, it runs alongside the scan.
       const excluded =
@@ -203,6 +215,7 @@ export class ShadowRepo {
       excluded?.catch(() => {});
       const skipped = await this.scan();
       const tree = await this.writeTree();
+      this.lastScan = { snapshot, tree };
       for (let fresh = false; ; fresh = true) {
         const head = await this.head(fresh);
         let created: CheckpointInfo | null = null;
@@ -218,6 +231,22 @@ export class ShadowRepo {
         return { created, head: created ?? (head ? toInfo(head) : null) };
       }
     });
+  }
+
+  /**
+   * Whether the work tree is still the latest checkpoint's without a scan: the last scan found that tree, the
+   * latest checkpoint holds it, and a small tree looks as it did right before that scan.
+   */
+  private async quietSinceLastScan(): Promise<boolean> {
+    const last = this.lastScan;
+    if (!last?.snapshot || (await this.head())?.tree !== last.tree) return false;
+    return unchangedSince(
+      this.git.workTree,
+      last.snapshot,
+      this.excludedNames,
+      QUICK_CHECK_MAX_ENTRIES,
+      QUICK_CHECK_MARGIN_MS,
+    );
   }
 
   /** The latest checkpoint (null before the first one). */
