@@ -41,7 +41,7 @@ const SPLIT_AFTER_MS = 15;
  * A tree of up to this many entries is first checked for changes with a walk in this process (`unchangedSince`),
  * which costs less than the git process of a scan; a larger one is scanned directly.
  */
-const QUICK_CHECK_MAX_ENTRIES = 2000;
+const QUICK_CHECK_MAX_ENTRIES = 1500;
 /** How far before the last scan's snapshot a change still counts as after it (coarse file timestamps). */
 const QUICK_CHECK_MARGIN_MS = 100;
 /**
@@ -207,7 +207,7 @@ export class ShadowRepo {
         return { created: null, head: head ? toInfo(head) : null };
       }
       // Walked before the scan: anything that changes meanwhile differs from it later, and is scanned again then.
-      const snapshot = await snapshotTree(this.git.workTree, this.excludedNames, QUICK_CHECK_MAX_ENTRIES);
+      const snapshot = snapshotTree(this.git.workTree, this.excludedNames, QUICK_CHECK_MAX_ENTRIES);
       // On a large tree the listing of excluded paths (needed only when a checkpoint is written) takes as long as
       // the scan: when a change is likely, it runs alongside the scan.
       const excluded =
