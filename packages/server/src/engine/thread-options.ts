@@ -1,6 +1,6 @@
 import type { ServerRequestHandler, ThreadOptions } from "@codex-agent-api/codex";
 import type { Config } from "../config.js";
-import { AUTOMATIONS_TOOL_SPEC } from "../domain/automations/agent-tool.js";
+import { AUTOMATIONS_TOOL_SPEC } from "../domain/automations/tool-spec.js";
 import { settingsOf } from "../domain/settings.js";
 import { functionTools, hasAutomationsTool, type McpTool, mcpTools, toolsOf } from "../domain/tools.js";
 import type { SessionRecord } from "../store/types.js";

@@ -4,43 +4,13 @@
  * to the session (an automation notification) — lists them, and cancels them. The engine calls it like a client's
  * function tool (a dynamic tool); this server answers the call itself, within the session's project, and records
  * `created_by: {type: "agent", session_id, tool_call_id}`. The automations are the API's own: a person sees,
- * pauses or deletes them with `client.beta.agents.automations`.
+ * pauses or deletes them with `client.beta.agents.automations`. What the model is shown: tool-spec.ts.
  */
 import type { AutomationRecord } from "../../store/types.js";
 import { ApiError } from "../errors.js";
 import type { ServerToolAnswer } from "../hooks.js";
 import type { Scope } from "../scope.js";
-import { AUTOMATIONS_TOOL_NAME } from "../tools.js";
 import type { AutomationService } from "./service.js";
-
-/** How the engine shows the tool to the model. */
-export const AUTOMATIONS_TOOL_SPEC = {
-  name: AUTOMATIONS_TOOL_NAME,
-  description:
-    "Schedule your own wake-ups in this session. action=create: at a time (run_at) or on a cron schedule " +
-    "(expression, timezone), the instructions are sent to you as a message in this session. action=list: your " +
-    "scheduled wake-ups. action=delete: cancel one (automation_id).",
-  inputSchema: {
-    type: "object",
-    properties: {
-      action: { type: "string", enum: ["create", "list", "delete"] },
-      name: { type: "string", description: "create: a short name for the wake-up" },
-      instructions: { type: "string", description: "create: the message you will get when it fires" },
-      run_at: {
-        type: "string",
-        description: "create, once: an ISO 8601 date-time in the future, e.g. 2026-12-02T09:00:00Z",
-      },
-      expression: { type: "string", description: "create, repeating: a five-field cron expression" },
-      timezone: {
-        type: "string",
-        description: "create, repeating: the IANA timezone of the expression (UTC)",
-      },
-      automation_id: { type: "string", description: "delete: the wake-up to cancel" },
-    },
-    required: ["action"],
-    additionalProperties: false,
-  },
-};
 
 /** One call of the tool by the engine, for a session. */
 export interface AutomationsToolCall {
