@@ -180,7 +180,7 @@ describe("web console", () => {
 
     // A message while the turn runs steers it (the engine hands it to the model after the running command).
     await send("Reply with exactly: steered", "Steer");
-    await expect.poll(() => message().inputValue()).toBe(""); // accepted (202): the composer is cleared
+    await expect.poll(() => message().inputValue(), { timeout: 30_000 }).toBe(""); // accepted (202): cleared
     expect(await composer().getByRole("alert").count()).toBe(0);
     await release(sid, "release-1");
     await page.locator('[data-role="user"]').getByText("Reply with exactly: steered").waitFor();
@@ -373,7 +373,7 @@ describe("web console", () => {
     await send("Write the notes again");
     await agentSaid("edited").waitFor();
     const changes = page.locator('[data-item-type="file_change"]');
-    await expect.poll(() => changes.count()).toBe(2);
+    await expect.poll(() => changes.count(), { timeout: 30_000 }).toBe(2);
     const added = changes.first().getByTestId("diff");
     expect(await added.locator(".diff-add").allTextContents()).toEqual(["+first line\n", "+second line\n"]);
     const edited = changes.last().getByTestId("diff");
@@ -406,9 +406,9 @@ describe("web console", () => {
     await panel.locator("output.restored").getByText("Restored: 1 file changed.").waitFor();
     expect(await notes(sid)).toBe("first line\nsecond line\n");
     await panel.getByRole("button", { name: "Undo the restore" }).click();
-    await expect.poll(() => notes(sid)).toBe("first line\nsecond line, edited\n");
+    await expect.poll(() => notes(sid), { timeout: 30_000 }).toBe("first line\nsecond line, edited\n");
     await panel.getByRole("button", { name: "Fork from here" }).click();
-    await expect.poll(openSessionId).not.toBe(sid);
+    await expect.poll(openSessionId, { timeout: 60_000 }).not.toBe(sid);
     const fork = openSessionId();
     expect(fork).toMatch(/^sess_/);
     await message().waitFor();
@@ -461,7 +461,7 @@ describe("web console", () => {
       await panel
         .locator('tr[data-event-type="agent.session.idle"][data-status="delivered"]')
         .filter({ hasText: sid })
-        .waitFor();
+        .waitFor({ timeout: 60_000 });
       const got = receiver
         .at("/ops")
         .find((r) => (JSON.parse(r.body) as { data: { id: string } }).data.id === sid);

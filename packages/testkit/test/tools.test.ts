@@ -222,6 +222,9 @@ describe("tool directives against the real engine", () => {
             args: [mcpStdioServerPath],
             env: { MCP_SECRET: "s3cret" },
             default_tools_approval_mode: "approve",
+            // The thread waits for it (otherwise a first turn waits about 1 s, then runs without its tools: a node
+            // process can take longer to start on a busy machine).
+            required: true,
           },
         },
       },
