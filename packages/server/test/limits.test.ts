@@ -154,10 +154,22 @@ describe("AGENT_TURN_TIMEOUT", () => {
     s.mock.enqueue(scripts.streamingMessage(["never ", "finishes"], { gate }));
     const res = await s.request("POST", events, { input: "take forever", stream: true });
     expect(res.status).toBe(200);
-    const reading = readSse(res);
+    let ended = false;
+    const reading = readSse(res).finally(() => {
+      ended = true;
+    });
     await gate.reached;
-    // The turn has reached the model (and is held there); its time runs out.
+    // The turn has reached the model (and is held there); its time runs out. The clock keeps moving while the
+    // stop takes effect (on a busy machine the engine may need the stop's grace period, on this same clock).
     clock.advance(2.5);
+    await waitFor(
+      () => {
+        if (!ended) clock.advance(1);
+        return ended || null;
+      },
+      30_000,
+      "the timed-out turn to end",
+    );
     const frames = await reading;
     expect(gate.isReached, "the model was reached before the timeout").toBe(true);
     expect(gate.isReleased).toBe(false);
