@@ -322,14 +322,6 @@ export const goal: Scenario = {
     const objective = "Bench goal: finish in three steps";
     const templateId = await createTemplateSession(rig.server);
     const official = await OfficialSession.open(rig.server);
-    // The same server with workspace checkpoints off: what checkpointing costs a turn, side by side.
-    const { dir } = ctx.cleanup.tempDir("turns-no-checkpoints");
-    const bare = await startServer(ctx.cleanup, {
-      mockUrl: ctx.mock.url,
-      dataDir: `${dir}/server`,
-      args: ["--checkpoints", "off"],
-    });
-    const bareOfficial = await OfficialSession.open(bare);
     const thread = await rig.codex.startThread(rig.threadOptions);
     const expectDrained = (what: string) => {
       const left = ctx.mock.pending();
@@ -382,8 +374,6 @@ export const goal: Scenario = {
       for (let k = 0; k < variants.length; k++) await variants[(i + k) % variants.length]!();
     }
     official.close();
-    bareOfficial.close();
-    await bare.stop();
     const sdk = { ref: s, name: "SDK" };
     return {
       id: this.id,

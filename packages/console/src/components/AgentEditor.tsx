@@ -2,6 +2,7 @@ import { type FormEvent, useState } from "react";
 import { errorMessage } from "../api/client";
 import { useApi } from "../api/context";
 import type { Agent } from "../api/types";
+import { ErrorLine } from "./ErrorLine";
 
 /** Creates an agent (no `agent`) or updates one: model, name, instructions. */
 export function AgentEditor(props: { agent: Agent | null; onSaved(agent: Agent): void }) {
@@ -56,11 +57,7 @@ export function AgentEditor(props: { agent: Agent | null; onSaved(agent: Agent):
         {props.agent ? "Save" : "Create"}
       </button>
       {saved && <p className="ok">Saved.</p>}
-      {error && (
-        <p role="alert" className="error">
-          {error}
-        </p>
-      )}
+      <ErrorLine error={error} />
     </form>
   );
 }

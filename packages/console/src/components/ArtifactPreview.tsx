@@ -2,6 +2,7 @@ import { useEffect, useState } from "react";
 import { errorMessage } from "../api/client";
 import { useApi } from "../api/context";
 import type { SessionArtifact } from "../api/types";
+import { ErrorLine } from "./ErrorLine";
 
 /** Text shown in full up to this size; larger files are only offered for download. */
 const TEXT_LIMIT = 512 * 1024;
@@ -61,11 +62,7 @@ export function ArtifactPreview(props: { artifact: SessionArtifact; name: string
           Close
         </button>
       </div>
-      {error && (
-        <p role="alert" className="error">
-          {error}
-        </p>
-      )}
+      <ErrorLine error={error} />
       {!loaded && !error && <p className="muted">Loading…</p>}
       {loaded?.type.startsWith("image/") && <img src={loaded.url} alt={props.name} />}
       {loaded?.text !== null && loaded?.text !== undefined && <pre className="output">{loaded.text}</pre>}

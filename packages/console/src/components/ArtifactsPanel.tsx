@@ -3,6 +3,7 @@ import { useApi } from "../api/context";
 import type { SessionArtifact } from "../api/types";
 import { usePoll } from "../hooks/usePoll";
 import { ArtifactPreview } from "./ArtifactPreview";
+import { ErrorLine } from "./ErrorLine";
 
 /**
  * The artifact's path inside the session's workspace: this server's artifact id is the unpadded base64url of
@@ -42,11 +43,7 @@ export function ArtifactsPanel(props: { sessionId: string; revision: number }) {
           Refresh
         </button>
       </h3>
-      {list.error && (
-        <p role="alert" className="error">
-          {list.error}
-        </p>
-      )}
+      <ErrorLine error={list.error} />
       {artifacts.length === 0 && <p className="muted">No files yet.</p>}
       <ul className="artifact-list">
         {artifacts.map((a) => (

@@ -1,8 +1,9 @@
 import { type FormEvent, type KeyboardEvent, useState } from "react";
-import { errorMessage } from "../api/client";
 import { useApi } from "../api/context";
 import { cancelTurn, sendMessage } from "../api/session-input";
 import type { GoalCaps } from "../api/types";
+import { useAction } from "../hooks/useAction";
+import { ErrorLine } from "./ErrorLine";
 
 const positive = (s: string): number | undefined => {
   const n = Number(s);
@@ -20,8 +21,7 @@ export function Composer(props: { sessionId: string; running: boolean; waiting?:
   const [maxTurns, setMaxTurns] = useState("");
   const [tokenBudget, setTokenBudget] = useState("");
   const [maxMinutes, setMaxMinutes] = useState("");
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run: act } = useAction();
 
   const goalCaps = (): GoalCaps | true => {
     const caps: GoalCaps = {};
@@ -32,18 +32,6 @@ export function Composer(props: { sessionId: string; running: boolean; waiting?:
     if (tokens) caps.token_budget = tokens;
     if (minutes) caps.max_duration_seconds = minutes * 60;
     return Object.keys(caps).length ? caps : true;
-  };
-
-  const act = async (what: () => Promise<void>) => {
-    setBusy(true);
-    setError(null);
-    try {
-      await what();
-    } catch (err) {
-      setError(errorMessage(err));
-    } finally {
-      setBusy(false);
-    }
   };
 
   const send = () => {
@@ -131,11 +119,7 @@ export function Composer(props: { sessionId: string; running: boolean; waiting?:
           Cancel turn
         </button>
       </div>
-      {error && (
-        <p role="alert" className="error">
-          {error}
-        </p>
-      )}
+      <ErrorLine error={error} />
     </form>
   );
 }

@@ -3,6 +3,7 @@ import { errorMessage } from "../api/client";
 import { useApi } from "../api/context";
 import { changeGoal, clearGoal } from "../api/goal";
 import type { Goal } from "../api/types";
+import { ErrorLine } from "./ErrorLine";
 import { StatusBadge } from "./StatusBadge";
 
 const of = (used: number, cap: number | null, unit = "") =>
@@ -111,11 +112,7 @@ export function GoalPanel(props: {
           </div>
         </>
       )}
-      {error && (
-        <p role="alert" className="error">
-          {error}
-        </p>
-      )}
+      <ErrorLine error={error} />
     </section>
   );
 }

@@ -4,6 +4,7 @@ import { useApi } from "../api/context";
 import type { Agent } from "../api/types";
 import { parseMetadata } from "../format";
 import { navigate } from "../router";
+import { ErrorLine } from "./ErrorLine";
 
 /** Creates a session from a saved agent or a model, then opens it. */
 export function NewSessionForm() {
@@ -74,11 +75,7 @@ export function NewSessionForm() {
       <button type="submit" disabled={busy}>
         New session
       </button>
-      {error && (
-        <p role="alert" className="error">
-          {error}
-        </p>
-      )}
+      <ErrorLine error={error} />
     </form>
   );
 }

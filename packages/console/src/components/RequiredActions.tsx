@@ -1,8 +1,9 @@
 import { useState } from "react";
-import { errorMessage } from "../api/client";
 import { useApi } from "../api/context";
 import { sendApproval, sendToolResult } from "../api/session-input";
 import type { ApprovalAction, ApprovalDecision, FunctionCallAction, RequiredAction } from "../api/types";
+import { useAction } from "../hooks/useAction";
+import { ErrorLine } from "./ErrorLine";
 
 const DECISION_LABEL: Record<ApprovalDecision, string> = {
   approve: "Approve",
@@ -21,30 +22,12 @@ const pretty = (args: unknown): string => {
   }
 };
 
-/** Runs one answer at a time and shows the server's refusal, if any. */
-function useAnswer() {
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  const answer = async (what: () => Promise<void>) => {
-    setBusy(true);
-    setError(null);
-    try {
-      await what();
-    } catch (err) {
-      setError(errorMessage(err));
-    } finally {
-      setBusy(false);
-    }
-  };
-  return { busy, error, answer };
-}
-
 /** A function call of the agent's tools: the person (acting as the client) answers with the output or a failure. */
 function FunctionCallCard(props: { sessionId: string; action: FunctionCallAction }) {
   const { client } = useApi();
   const { action } = props;
   const [output, setOutput] = useState("");
-  const { busy, error, answer } = useAnswer();
+  const { busy, error, run: answer } = useAction();
   const send = (success: boolean) =>
     answer(() =>
       sendToolResult(
@@ -80,11 +63,7 @@ function FunctionCallCard(props: { sessionId: string; action: FunctionCallAction
           Send failure
         </button>
       </div>
-      {error && (
-        <p role="alert" className="error">
-          {error}
-        </p>
-      )}
+      <ErrorLine error={error} />
     </form>
   );
 }
@@ -104,7 +83,7 @@ function approvalSubject(action: ApprovalAction): string | null {
 function ApprovalCard(props: { sessionId: string; action: ApprovalAction }) {
   const { client } = useApi();
   const { action } = props;
-  const { busy, error, answer } = useAnswer();
+  const { busy, error, run: answer } = useAction();
   const found = approvalSubject(action);
   // The server's default message already names the command ("Run `…`"): no need to show it twice.
   const subject = found && !action.message?.includes(found) ? found : null;
@@ -132,11 +111,7 @@ function ApprovalCard(props: { sessionId: string; action: ApprovalAction }) {
           </button>
         ))}
       </div>
-      {error && (
-        <p role="alert" className="error">
-          {error}
-        </p>
-      )}
+      <ErrorLine error={error} />
     </fieldset>
   );
 }

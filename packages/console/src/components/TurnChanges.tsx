@@ -8,8 +8,10 @@ import {
 } from "../api/checkpoints";
 import { errorMessage } from "../api/client";
 import { useApi } from "../api/context";
+import { useAction } from "../hooks/useAction";
 import { navigate } from "../router";
 import { DiffText } from "./DiffText";
+import { ErrorLine } from "./ErrorLine";
 
 const STATUS_MARK: Record<string, string> = { added: "A", modified: "M", deleted: "D", renamed: "R" };
 
@@ -22,8 +24,7 @@ export function TurnChanges(props: { sessionId: string; turnId: string; onClose(
   const { client } = useApi();
   const { sessionId, turnId } = props;
   const [diff, setDiff] = useState<CheckpointDiff | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, setError, run: act } = useAction();
   const [revertConversation, setRevertConversation] = useState(false);
   const [restored, setRestored] = useState<RestoreResult | null>(null);
 
@@ -39,19 +40,8 @@ export function TurnChanges(props: { sessionId: string; turnId: string; onClose(
     return () => {
       live = false;
     };
-  }, [client, sessionId, turnId]);
+  }, [client, sessionId, turnId, setError]);
 
-  const act = async (what: () => Promise<void>) => {
-    setBusy(true);
-    setError(null);
-    try {
-      await what();
-    } catch (err) {
-      setError(errorMessage(err));
-    } finally {
-      setBusy(false);
-    }
-  };
   const conversation = revertConversation ? "revert" : "keep";
   const restore = (checkpointId: string) =>
     act(async () => setRestored(await restoreCheckpoint(client, sessionId, checkpointId, conversation)));
@@ -71,11 +61,7 @@ export function TurnChanges(props: { sessionId: string; turnId: string; onClose(
         </button>
       </header>
       <p className="muted small">{turnId}</p>
-      {error && (
-        <p role="alert" className="error">
-          {error}
-        </p>
-      )}
+      <ErrorLine error={error} />
       {!diff && !error && <p className="muted">Loading…</p>}
       {diff && (
         <>

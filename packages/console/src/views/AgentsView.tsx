@@ -2,6 +2,7 @@ import { useState } from "react";
 import { useApi } from "../api/context";
 import type { Agent } from "../api/types";
 import { AgentEditor } from "../components/AgentEditor";
+import { ErrorLine } from "../components/ErrorLine";
 import { formatTime } from "../format";
 import { usePoll } from "../hooks/usePoll";
 
@@ -25,11 +26,7 @@ export function AgentsView() {
           <button type="button" onClick={() => edit(null)}>
             New agent
           </button>
-          {agents.error && (
-            <p role="alert" className="error">
-              {agents.error}
-            </p>
-          )}
+          <ErrorLine error={agents.error} />
           <table className="list" aria-label="agents">
             <thead>
               <tr>

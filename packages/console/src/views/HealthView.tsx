@@ -1,5 +1,6 @@
 import { useApi } from "../api/context";
 import { fetchHealth } from "../api/health";
+import { ErrorLine } from "../components/ErrorLine";
 import { usePoll } from "../hooks/usePoll";
 
 /** GET /health: the engine processes, their loaded threads, the turns running now. */
@@ -10,11 +11,7 @@ export function HealthView() {
   return (
     <section className="health">
       <h2>Engines</h2>
-      {health.error && (
-        <p role="alert" className="error">
-          {health.error}
-        </p>
-      )}
+      <ErrorLine error={health.error} />
       {h && (
         <>
           <p>

@@ -1,6 +1,7 @@
 import { useState } from "react";
 import { useApi } from "../api/context";
 import type { AgentSession, SessionStatus } from "../api/types";
+import { ErrorLine } from "../components/ErrorLine";
 import { Link } from "../components/Link";
 import { NewSessionForm } from "../components/NewSessionForm";
 import { StatusBadge } from "../components/StatusBadge";
@@ -59,11 +60,7 @@ export function SessionsView() {
           />
         </label>
       </div>
-      {sessions.error && (
-        <p role="alert" className="error">
-          {sessions.error}
-        </p>
-      )}
+      <ErrorLine error={sessions.error} />
       <table className="list" aria-label="sessions">
         <thead>
           <tr>

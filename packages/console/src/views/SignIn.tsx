@@ -1,6 +1,7 @@
 import { type FormEvent, useState } from "react";
 import type { Auth } from "../api/auth";
 import { createClient, errorMessage } from "../api/client";
+import { ErrorLine } from "../components/ErrorLine";
 
 /** Checks a credential with one cheap API call before keeping it. */
 async function verify(auth: Auth): Promise<void> {
@@ -51,11 +52,7 @@ export function SignIn(props: { onSignedIn(auth: Auth): void }) {
         <button type="button" className="secondary" disabled={busy} onClick={() => attempt({ mode: "none" })}>
           No auth (loopback server without keys)
         </button>
-        {error && (
-          <p role="alert" className="error">
-            {error}
-          </p>
-        )}
+        <ErrorLine error={error} />
         <p className="hint">The key is kept in this tab only (sessionStorage).</p>
       </form>
     </main>

@@ -4,6 +4,7 @@ import { type FormEvent, useState } from "react";
 import { errorMessage } from "../api/client";
 import { useApi } from "../api/context";
 import { listDeliveries } from "../api/webhooks";
+import { ErrorLine } from "../components/ErrorLine";
 import { StatusBadge } from "../components/StatusBadge";
 import { formatTime } from "../format";
 import { usePoll } from "../hooks/usePoll";
@@ -63,11 +64,7 @@ function NewEndpoint(props: { client: OpenAI; onCreated(id: string, secret: stri
       <button type="submit" disabled={!name || !url || chosen.size === 0}>
         Create endpoint
       </button>
-      {error && (
-        <p role="alert" className="error">
-          {error}
-        </p>
-      )}
+      <ErrorLine error={error} />
     </form>
   );
 }
@@ -142,11 +139,7 @@ function EndpointPanel(props: { client: OpenAI; endpoint: WebhookEndpoint; onCha
           Signing secret (shown once): <code data-testid="rotated-secret">{secret}</code>
         </p>
       )}
-      {deliveries.error && (
-        <p role="alert" className="error">
-          {deliveries.error}
-        </p>
-      )}
+      <ErrorLine error={deliveries.error} />
       <table className="list" aria-label="deliveries">
         <thead>
           <tr>
@@ -193,11 +186,7 @@ export function WebhooksView() {
       <h2>Webhooks</h2>
       <div className="split">
         <div>
-          {endpoints.error && (
-            <p role="alert" className="error">
-              {endpoints.error}
-            </p>
-          )}
+          <ErrorLine error={endpoints.error} />
           <table className="list" aria-label="webhook endpoints">
             <thead>
               <tr>
