@@ -11,7 +11,8 @@
 import type { Logger } from "pino";
 import type { Config } from "../../config.js";
 import type { InvocationPatch, InvocationRecord, SessionRecord, Store } from "../../store/types.js";
-import type { Clock, Timer } from "../../util/clock.js";
+import type { Clock } from "../../util/clock.js";
+import { Poller } from "../../util/poller.js";
 import { ApiError } from "../errors.js";
 import type { Scope } from "../scope.js";
 import type { SessionService } from "../sessions.js";
@@ -46,44 +47,27 @@ export interface DelivererDeps {
 }
 
 export class AutomationDeliverer {
-  private timer: Timer | null = null;
-  private running: Promise<void> | null = null;
-  private again = false;
-  private stopped = true;
+  private readonly poller: Poller;
 
-  constructor(private readonly deps: DelivererDeps) {}
-
-  start(): void {
-    this.stopped = false;
-    this.timer = this.deps.clock.every(this.deps.pollMs, () => this.kick());
-    this.kick();
+  constructor(private readonly deps: DelivererDeps) {
+    this.poller = new Poller(deps, "automation delivery failed", () => this.pass());
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.timer?.cancel();
-    this.timer = null;
-    await this.running;
+  private get stopped(): boolean {
+    return this.poller.stopped;
+  }
+
+  start(): void {
+    this.poller.start();
+  }
+
+  stop(): Promise<void> {
+    return this.poller.stop();
   }
 
   /** Delivers what is due now (one pass at a time; a kick during one runs another after it). */
   kick(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = (async () => {
-      do {
-        this.again = false;
-        try {
-          await this.pass();
-        } catch (err) {
-          this.deps.logger.error({ err: String(err) }, "automation delivery failed");
-        }
-      } while (this.again && !this.stopped);
-      this.running = null;
-    })();
+    this.poller.kick();
   }
 
   /** Claims and delivers due invocations until none is left or only waiting ones come back. */

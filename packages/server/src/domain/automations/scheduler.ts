@@ -14,7 +14,8 @@
  */
 import type { Logger } from "pino";
 import type { AutomationRecord, InvocationRecord, Queries, Store } from "../../store/types.js";
-import type { Clock, Timer } from "../../util/clock.js";
+import type { Clock } from "../../util/clock.js";
+import { Poller } from "../../util/poller.js";
 import { newInvocationId } from "./ids.js";
 import { latestOccurrence, nextOccurrence } from "./schedule.js";
 
@@ -31,45 +32,26 @@ export interface SchedulerDeps {
 }
 
 export class AutomationScheduler {
-  private timer: Timer | null = null;
-  private running: Promise<void> | null = null;
-  private again = false;
-  private stopped = true;
+  private readonly poller: Poller;
 
-  constructor(private readonly deps: SchedulerDeps) {}
+  constructor(private readonly deps: SchedulerDeps) {
+    this.poller = new Poller(deps, "automation tick failed", async () => {
+      if ((await this.tick()) > 0) this.deps.onQueued();
+    });
+  }
 
   start(): void {
-    this.stopped = false;
-    this.timer = this.deps.clock.every(this.deps.pollMs, () => this.kick());
-    this.kick();
+    this.poller.start();
   }
 
   /** Stops ticking; resolves once a tick in progress has finished. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.timer?.cancel();
-    this.timer = null;
-    await this.running;
+  stop(): Promise<void> {
+    return this.poller.stop();
   }
 
   /** Looks for due occurrences now (at most one tick at a time; a kick during one runs another after it). */
   kick(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = (async () => {
-      do {
-        this.again = false;
-        try {
-          if ((await this.tick()) > 0) this.deps.onQueued();
-        } catch (err) {
-          this.deps.logger.error({ err: String(err) }, "automation tick failed");
-        }
-      } while (this.again && !this.stopped);
-      this.running = null;
-    })();
+    this.poller.kick();
   }
 
   /** Fires every occurrence due now; returns how many invocations it queued. */

@@ -8,7 +8,8 @@
  */
 import type { Logger } from "pino";
 import type { Store, WebhookDeliveryPatch, WebhookDeliveryRecord } from "../../store/types.js";
-import type { Clock, Timer } from "../../util/clock.js";
+import type { Clock } from "../../util/clock.js";
+import { Poller } from "../../util/poller.js";
 import { eventBody, type Sealer, signingSecrets, signingTimestamp } from "./events.js";
 import type { TargetPolicy } from "./guard.js";
 import { postWebhook, type SendResult } from "./sender.js";
@@ -42,48 +43,32 @@ export interface WebhookDelivererDeps {
 }
 
 export class WebhookDeliverer {
-  private timer: Timer | null = null;
-  private running: Promise<void> | null = null;
-  private again = false;
-  private stopped = true;
+  private readonly poller: Poller;
   private abort = new AbortController();
 
-  constructor(private readonly deps: WebhookDelivererDeps) {}
+  constructor(private readonly deps: WebhookDelivererDeps) {
+    this.poller = new Poller(deps, "webhook delivery pass failed", () => this.pass());
+  }
+
+  private get stopped(): boolean {
+    return this.poller.stopped;
+  }
 
   start(): void {
-    this.stopped = false;
     this.abort = new AbortController();
-    this.timer = this.deps.clock.every(this.deps.pollMs, () => this.kick());
-    this.kick();
+    this.poller.start();
   }
 
   /** Stops: attempts in flight are abandoned unrecorded (their lease expires and the delivery is made again). */
   async stop(): Promise<void> {
-    this.stopped = true;
-    this.timer?.cancel();
-    this.timer = null;
+    const stopped = this.poller.stop();
     this.abort.abort();
-    await this.running;
+    await stopped;
   }
 
   /** Sends what is due now (one pass at a time; a kick during one runs another after it). */
   kick(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = (async () => {
-      do {
-        this.again = false;
-        try {
-          await this.pass();
-        } catch (err) {
-          this.deps.logger.error({ err: String(err) }, "webhook delivery pass failed");
-        }
-      } while (this.again && !this.stopped);
-      this.running = null;
-    })();
+    this.poller.kick();
   }
 
   async pass(): Promise<void> {
