@@ -241,8 +241,9 @@ export function snapshotTree(
 ): TreeSnapshot | null {
   const takenAt = Date.now();
   const dirs = new Map<string, string[]>();
-  let newestCtime = 0;
+  const files: string[] = [];
   let seen = 0;
+  // The names first (readdir only), so that a tree over the limit costs no lstat at all; then the files' ctimes.
   const walk = (rel: string): boolean => {
     const entries = readdirSync(rel ? join(root, rel) : root, { withFileTypes: true });
     seen += entries.length;
@@ -253,18 +254,18 @@ export function snapshotTree(
       if (entry.name === ".git") continue;
       names.push(entry.name);
       const path = rel ? `${rel}/${entry.name}` : entry.name;
-      if (entry.isDirectory()) {
-        if (!excludedNames.has(entry.name)) inside.push(path);
-      } else {
-        newestCtime = Math.max(newestCtime, lstatSync(join(root, path)).ctimeMs);
-      }
+      if (!entry.isDirectory()) files.push(path);
+      else if (!excludedNames.has(entry.name)) inside.push(path);
     }
     dirs.set(rel, names.sort());
     for (const path of inside) if (!walk(path)) return false;
     return true;
   };
   try {
-    return walk("") ? { takenAt, dirs, newestCtime } : null;
+    if (!walk("")) return null;
+    let newestCtime = 0;
+    for (const path of files) newestCtime = Math.max(newestCtime, lstatSync(join(root, path)).ctimeMs);
+    return { takenAt, dirs, newestCtime };
   } catch {
     return null;
   }
