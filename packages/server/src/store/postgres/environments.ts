@@ -72,7 +72,8 @@ export function environmentQueries(db: PgDb): EnvironmentQueries {
     async updateEnvironment(id, patch) {
       const set = setClause(patch, ENV_ENCODE, 2);
       if (set.params.length === 0) return get(id);
-      const hook = environmentWebhookEvent(id, patch.status, patch.updated_at ?? Date.now() / 1000);
+      // Its time is the environment's updated_at as stored (read back in the statement below).
+      const hook = environmentWebhookEvent(id, patch.status, 0);
       if (!hook) {
         return db.row<EnvironmentRecord>(
           `UPDATE environments SET ${set.sql} WHERE id = $1 RETURNING ${ENV_COLS}`,
@@ -89,11 +90,11 @@ export function environmentQueries(db: PgDb): EnvironmentQueries {
           "hook AS (INSERT INTO webhook_deliveries (id, endpoint_id, project_id, session_id, event_id, event_type, " +
           "event_created_at, data, created_at, status, next_attempt_at) " +
           `SELECT 'whd_' || replace(gen_random_uuid()::text, '-', ''), w.id, w.project_id, u.session_id, ` +
-          `$${n}, $${n + 1}, $${n + 2}, $${n + 3}::jsonb, $${n + 2}, 'pending', $${n + 2} ` +
+          `$${n}, $${n + 1}, u.updated_at, $${n + 2}::jsonb, u.updated_at, 'pending', u.updated_at ` +
           `FROM updated u JOIN webhook_endpoints w ON w.project_id = u.project_id AND w.event_types ? $${n + 1} ` +
           "WHERE u.prev_status IS DISTINCT FROM u.status) " +
           `SELECT ${ENV_COLS} FROM updated`,
-        [id, ...set.params, hook.event_id, hook.type, hook.created_at, json(hook.data)],
+        [id, ...set.params, hook.event_id, hook.type, json(hook.data)],
       );
     },
     async attachEnvironment(id, sessionId, at) {
