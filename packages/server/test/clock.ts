@@ -4,6 +4,8 @@ import type { Clock, Timer } from "../src/util/clock.js";
 
 interface Pending {
   due: number;
+  /** The delay it was scheduled with. */
+  ms: number;
   fn: () => void;
   every: number | null;
   handle: NodeJS.Timeout;
@@ -34,9 +36,15 @@ export class TestClock implements Clock {
     for (const t of due) this.fire(t);
   }
 
+  /** Whether a one-shot timer scheduled with this delay is pending (e.g. a timeout the code under test armed). */
+  armed(ms: number): boolean {
+    return [...this.timers].some((t) => t.every === null && t.ms === ms);
+  }
+
   private schedule(ms: number, fn: () => void, every: number | null): Timer {
     const t: Pending = {
       due: this.now() * 1000 + ms,
+      ms,
       fn,
       every,
       handle: setTimeout(() => this.fire(t), ms),

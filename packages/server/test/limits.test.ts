@@ -159,17 +159,12 @@ describe("AGENT_TURN_TIMEOUT", () => {
       ended = true;
     });
     await gate.reached;
-    // The turn has reached the model (and is held there); its time runs out. The clock keeps moving while the
-    // stop takes effect (on a busy machine the engine may need the stop's grace period, on this same clock).
+    // The turn has reached the model (and is held there); its time runs out: once its 2 s timer is armed, the
+    // clock moves past it (and only past it: the stop's own grace period must not run out here, whatever the load).
+    // (On a very busy machine the 2 s may pass in real time first: then the timer has fired by itself.)
+    await waitFor(() => clock.armed(2_000) || ended, 10_000, "the turn's timeout to be armed");
     clock.advance(2.5);
-    await waitFor(
-      () => {
-        if (!ended) clock.advance(1);
-        return ended || null;
-      },
-      30_000,
-      "the timed-out turn to end",
-    );
+    await waitFor(() => ended, 30_000, "the timed-out turn to end");
     const frames = await reading;
     expect(gate.isReached, "the model was reached before the timeout").toBe(true);
     expect(gate.isReleased).toBe(false);

@@ -78,20 +78,25 @@ export interface CodexHome {
   codexHome: string;
   /** A directory created beside `codexHome`, to use as the thread cwd. */
   workspace: string;
-  /** `CODEX_HOME`, `CODEX_APP_SERVER_DISABLE_MANAGED_CONFIG=1`, `RUST_LOG=warn` (+ `envKey` if given a value). */
+  /**
+   * `CODEX_HOME`, `HOME` (an empty directory beside it: the shells the agent runs never read this machine's user
+   * dotfiles), `CODEX_APP_SERVER_DISABLE_MANAGED_CONFIG=1`, `RUST_LOG=warn` (+ `envKey` if given a value).
+   */
   env: Record<string, string>;
-  /** Removes what was created (the whole temp dir, or just the two subdirectories of a given `dir`). */
+  /** Removes what was created (the whole temp dir, or just the three subdirectories of a given `dir`). */
   dispose(): Promise<void>;
 }
 
-/** Creates `<dir>/codex-home/config.toml` and `<dir>/workspace`. */
+/** Creates `<dir>/codex-home/config.toml`, `<dir>/workspace` and `<dir>/home`. */
 export async function createCodexHome(opts: CodexHomeOptions): Promise<CodexHome> {
   const ownDir = opts.dir === undefined;
   const dir = opts.dir ?? (await mkdtemp(join(tmpdir(), "codex-testkit-")));
   const codexHome = join(dir, "codex-home");
   const workspace = join(dir, "workspace");
+  const home = join(dir, "home");
   await mkdir(codexHome, { recursive: true });
   await mkdir(workspace, { recursive: true });
+  await mkdir(home, { recursive: true });
   const tomlOpts: CodexConfigTomlOptions = { providerUrl: opts.mockUrl };
   if (opts.model !== undefined) tomlOpts.model = opts.model;
   if (opts.approvalPolicy !== undefined) tomlOpts.approvalPolicy = opts.approvalPolicy;
@@ -102,6 +107,7 @@ export async function createCodexHome(opts: CodexHomeOptions): Promise<CodexHome
   await writeFile(join(codexHome, "config.toml"), codexConfigToml(tomlOpts));
   const env: Record<string, string> = {
     CODEX_HOME: codexHome,
+    HOME: home,
     CODEX_APP_SERVER_DISABLE_MANAGED_CONFIG: "1",
     RUST_LOG: "warn",
   };
@@ -116,7 +122,7 @@ export async function createCodexHome(opts: CodexHomeOptions): Promise<CodexHome
       disposed = true;
       const rmOpts = { recursive: true, force: true, maxRetries: 3 } as const;
       if (ownDir) await rm(dir, rmOpts);
-      else await Promise.all([rm(codexHome, rmOpts), rm(workspace, rmOpts)]);
+      else await Promise.all([rm(codexHome, rmOpts), rm(workspace, rmOpts), rm(home, rmOpts)]);
     },
   };
 }

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -75,7 +75,7 @@ describe("codexConfigToml", () => {
 });
 
 describe("createCodexHome", () => {
-  it("creates codex-home and workspace in a temp dir and removes them on dispose", async () => {
+  it("creates codex-home, workspace and home in a temp dir and removes them on dispose", async () => {
     const home = await createCodexHome({
       mockUrl: "http://127.0.0.1:1/v1",
       envKey: "K",
@@ -83,6 +83,7 @@ describe("createCodexHome", () => {
     });
     expect(home.env).toEqual({
       CODEX_HOME: home.codexHome,
+      HOME: join(home.codexHome, "..", "home"),
       CODEX_APP_SERVER_DISABLE_MANAGED_CONFIG: "1",
       RUST_LOG: "warn",
       K: "secret",
@@ -91,6 +92,7 @@ describe("createCodexHome", () => {
       'base_url = "http://127.0.0.1:1/v1"',
     );
     expect(existsSync(home.workspace)).toBe(true);
+    expect(readdirSync(home.env.HOME!)).toEqual([]);
     await home.dispose();
     expect(existsSync(home.codexHome)).toBe(false);
     expect(existsSync(join(home.codexHome, ".."))).toBe(false);
@@ -102,8 +104,10 @@ describe("createCodexHome", () => {
       const home = await createCodexHome({ mockUrl: "http://127.0.0.1:1/v1", dir });
       expect(home.codexHome).toBe(join(dir, "codex-home"));
       expect(home.workspace).toBe(join(dir, "workspace"));
+      expect(home.env.HOME).toBe(join(dir, "home"));
       await home.dispose();
       expect(existsSync(home.codexHome)).toBe(false);
+      expect(existsSync(home.env.HOME!)).toBe(false);
       expect(existsSync(dir)).toBe(true);
     } finally {
       await rm(dir, { recursive: true, force: true });
