@@ -488,6 +488,9 @@ describe("web console", () => {
     const port = new URL(f.url).port;
     const dataDir = f.dataDir;
     const resumedFrom: string[] = [];
+    // The page's first connection (no Last-Event-ID yet) is up before the server goes: only the attempts made after
+    // that are reconnections.
+    await page.getByTestId("connection").getByText(/^live/).waitFor();
     page.on("request", (r) => {
       if (r.method() === "GET" && r.url().endsWith(`/v1/agents/sessions/${sid}/events`)) {
         resumedFrom.push(r.headers()["last-event-id"] ?? "");
