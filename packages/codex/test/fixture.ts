@@ -1,3 +1,5 @@
+import { readdir, rm } from "node:fs/promises";
+import { join } from "node:path";
 import {
   type CodexHome,
   createCodexHome,
@@ -39,6 +41,52 @@ export async function fixture(opts: { codex?: CodexOptions } = {}) {
     },
   };
   return f;
+}
+
+/**
+ * One fixture for a test file, handed to each test clean: its mock reset (no scripts, no requests, no fallback), its
+ * workspace empty and no turn running on its engine. A test that breaks it (its engine closed or killed, a turn left running, more
+ * clients started) has it closed after the test, and the next test gets a new one. An engine costs ~150 ms of CPU to
+ * start: tests that need a fresh one call {@link fixture} themselves.
+ */
+export function fixturePool() {
+  let current: Fixture | null = null;
+  let clients = 0;
+  return {
+    async take(): Promise<Fixture> {
+      if (!current) {
+        current = await fixture();
+        const startCodex = current.startCodex;
+        current.startCodex = (opts) => {
+          clients++;
+          return startCodex(opts);
+        };
+        clients = 0;
+      }
+      return current;
+    },
+    /** After each test: keeps the fixture for the next one if it is clean, else closes it. */
+    async release(): Promise<void> {
+      if (!current) return;
+      if (current.codex.closed || current.codex.activeRoutes > 0 || clients > 0) {
+        const broken = current;
+        current = null;
+        await broken.close();
+        return;
+      }
+      current.mock.reset();
+      current.mock.setFallback(null);
+      // The engine runs in the workspace: it stays, its contents go.
+      const workspace = current.home.workspace;
+      await Promise.all(
+        (await readdir(workspace)).map((name) => rm(join(workspace, name), { recursive: true, force: true })),
+      );
+    },
+    async close(): Promise<void> {
+      await current?.close();
+      current = null;
+    },
+  };
 }
 
 export const usage = (i: number, c: number, o: number, r: number, t: number): Usage => ({

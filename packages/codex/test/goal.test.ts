@@ -2,22 +2,22 @@
 // against the pinned engine (0.169.0) and the testkit mock model. Where the seed's sync/async pair collapses in
 // TypeScript, the second variant runs two goals concurrently in one app-server, each routed to its own thread.
 import { ev, Gate, scripts } from "@codex-agent-api/testkit";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { InvalidRequestError, TransportClosedError, type TurnEvent, TurnFailedError } from "../src/index.js";
 import {
   agentMessages,
   completedGoal,
   type Fixture,
-  fixture,
+  fixturePool,
   streamedMessages,
   usage,
   userText,
 } from "./fixture.js";
 
+const pool = fixturePool();
 let f: Fixture;
-afterEach(async () => {
-  await f?.close();
-});
+afterEach(() => pool.release());
+afterAll(() => pool.close());
 
 /** Initial message, a gated streaming continuation, update_goal, final message (the seed's steerable goal). */
 function steerableGoal(prefix: string, initial: string, chunks: string[], final: string, gate: Gate) {
@@ -45,7 +45,7 @@ const noCache = (u: object) => ({ cacheWriteInputTokens: 0, ...u });
 
 describe("goal mode (seed scenarios)", () => {
   it("1. a goal run aggregates the automatic continuation", async () => {
-    f = await fixture();
+    f = await pool.take();
     f.mock.enqueue(completedGoal("sync-run", "Initial pass complete.", "Goal complete."));
     const thread = await f.codex.startThread();
     const schema = {
@@ -103,7 +103,7 @@ describe("goal mode (seed scenarios)", () => {
   });
 
   it("2. a goal stream exposes one logical lifecycle", async () => {
-    f = await fixture();
+    f = await pool.take();
     f.mock.enqueue([
       scripts.streamingMessage(["initial ", "pass"], {
         responseId: "stream-initial",
@@ -140,7 +140,7 @@ describe("goal mode (seed scenarios)", () => {
   });
 
   it("3. a goal can complete within the initial engine turn", async () => {
-    f = await fixture();
+    f = await pool.take();
     f.mock.enqueue([
       scripts.updateGoal("complete", {
         responseId: "single-turn-complete-tool",
@@ -166,7 +166,7 @@ describe("goal mode (seed scenarios)", () => {
   });
 
   it("4. a goal replaces an existing persisted goal", async () => {
-    f = await fixture();
+    f = await pool.take();
     f.mock.enqueue(completedGoal("replacement", "Replacement started.", "Replacement complete."));
     const thread = await f.codex.startThread();
     const previous = await thread.setGoal({
@@ -193,7 +193,7 @@ describe("goal mode (seed scenarios)", () => {
   });
 
   it("5. steer targets the active continuation and returns the logical id", async () => {
-    f = await fixture();
+    f = await pool.take();
     const gate = new Gate();
     f.mock.enqueue(
       steerableGoal(
@@ -229,7 +229,7 @@ describe("goal mode (seed scenarios)", () => {
   });
 
   it("6. interrupt pauses the goal and leaves the thread usable", async () => {
-    f = await fixture();
+    f = await pool.take();
     const gate = new Gate();
     f.mock.enqueue(
       interruptibleGoal(
@@ -258,7 +258,7 @@ describe("goal mode (seed scenarios)", () => {
   });
 
   it("7. a failed engine turn ends the goal without a continuation", async () => {
-    f = await fixture();
+    f = await pool.take();
     f.mock.enqueue([
       scripts.failure("goal model failed", { responseId: "goal-terminal-failure" }),
       scripts.assistantMessage("Recovered with an ordinary turn.", { responseId: "goal-failure-follow-up" }),
@@ -279,7 +279,7 @@ describe("goal mode (seed scenarios)", () => {
   });
 
   it("8. closing a goal stream releases routing at once", async () => {
-    f = await fixture();
+    f = await pool.take();
     const gate = new Gate();
     f.mock.enqueue(
       scripts.streamingMessage(["long ", "running ", "goal"], { responseId: "stream-close", gate }),
@@ -294,7 +294,7 @@ describe("goal mode (seed scenarios)", () => {
   });
 
   it("9. an app-server exit unblocks the goal and releases routing", async () => {
-    f = await fixture();
+    f = await pool.take();
     const gate = new Gate();
     f.mock.enqueue(
       scripts.streamingMessage(["long ", "running ", "goal"], { responseId: "transport-exit", gate }),
@@ -310,7 +310,7 @@ describe("goal mode (seed scenarios)", () => {
   });
 
   it("10. rejected goal starts leave the thread usable and make no model request", async () => {
-    f = await fixture();
+    f = await pool.take();
     f.mock.enqueueAssistantMessage("Ordinary turn complete.", { responseId: "validation-follow-up" });
     const thread = await f.codex.startThread();
     const empty = await thread.turn("  ", { goal: true }).catch((e: unknown) => e);
@@ -330,7 +330,7 @@ describe("goal mode (seed scenarios)", () => {
   });
 
   it("11. two goals run concurrently in one app-server, each result exact", async () => {
-    f = await fixture();
+    f = await pool.take();
     const [a, b] = await Promise.all([f.codex.startThread(), f.codex.startThread()]);
     f.mock.enqueue(completedGoal("async-a", "A initial pass.", "A goal complete."), a.id);
     f.mock.enqueue(completedGoal("async-b", "B initial pass.", "B goal complete."), b.id);
@@ -358,7 +358,7 @@ describe("goal mode (seed scenarios)", () => {
   });
 
   it("12. two goals are steered concurrently", async () => {
-    f = await fixture();
+    f = await pool.take();
     const [a, b] = await Promise.all([f.codex.startThread(), f.codex.startThread()]);
     const gates = { [a.id]: new Gate(), [b.id]: new Gate() };
     for (const [t, n] of [
@@ -396,7 +396,7 @@ describe("goal mode (seed scenarios)", () => {
   });
 
   it("13. two goals are interrupted concurrently and both threads stay usable", async () => {
-    f = await fixture();
+    f = await pool.take();
     const [a, b] = await Promise.all([f.codex.startThread(), f.codex.startThread()]);
     const gates = [new Gate(), new Gate()];
     f.mock.enqueue(
@@ -436,7 +436,7 @@ describe("goal mode (seed scenarios)", () => {
 
 describe("goal mode (beyond the seed)", () => {
   it("reports each engine turn and each goal update in the stream", async () => {
-    f = await fixture();
+    f = await pool.take();
     // Three engine turns: the first (the goal still paused, so not charged to it), a continuation that works (its
     // tokens are charged to the goal), and one that completes the goal. (Whether the completing response's own
     // tokens are charged depends on whether the engine reads its usage before it runs the tool: not asserted.)
@@ -470,7 +470,7 @@ describe("goal mode (beyond the seed)", () => {
   });
 
   it("a driven goal runs exactly the continuations its driver allows, and the engine starts none by itself", async () => {
-    f = await fixture();
+    f = await pool.take();
     f.mock.setFallback(() => scripts.assistantMessage("still working"));
     const thread = await f.codex.startThread();
     const asked: number[] = [];
@@ -496,7 +496,7 @@ describe("goal mode (beyond the seed)", () => {
   });
 
   it("resumes a paused goal as one logical turn on the same thread", async () => {
-    f = await fixture();
+    f = await pool.take();
     const gate = new Gate();
     f.mock.enqueue(interruptibleGoal("resume", "Started.", ["half ", "way"], "unused", gate));
     const thread = await f.codex.startThread();

@@ -1,14 +1,14 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { Gate, scriptedModel, scripts } from "@codex-agent-api/testkit";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { Codex, type ServerRequest, TransportClosedError, type TurnEvent } from "../src/index.js";
-import { agentMessages, type Fixture, fixture } from "./fixture.js";
+import { agentMessages, type Fixture, fixturePool } from "./fixture.js";
 
+const pool = fixturePool();
 let f: Fixture;
-afterEach(async () => {
-  await f?.close();
-});
+afterEach(() => pool.release());
+afterAll(() => pool.close());
 
 describe("command output", () => {
   const run = (cmd: string) =>
@@ -19,7 +19,7 @@ describe("command output", () => {
     );
 
   it("a quick command's output arrives as deltas that add up to its final output", async () => {
-    f = await fixture();
+    f = await pool.take();
     f.mock.enqueue([run("printf 'one\\ntwo\\n'"), scripts.assistantMessage("printed")]);
     const thread = await f.codex.startThread({ sandbox: "workspace-write" });
     const turn = await thread.turn("print two lines");
@@ -41,7 +41,7 @@ describe("command output", () => {
 
 describe("subagents", () => {
   it("a child thread's work enters the parent turn's stream, wrapped with the child's thread id", async () => {
-    f = await fixture();
+    f = await pool.take();
     f.mock.setFallback(scriptedModel());
     const thread = await f.codex.startThread();
     const turn = await thread.turn(
@@ -75,7 +75,7 @@ describe("subagents", () => {
 
 describe("plain turns", () => {
   it("runs a turn: final response, items, usage, timing", async () => {
-    f = await fixture();
+    f = await pool.take();
     f.mock.enqueueAssistantMessage("Hello world", {
       usage: {
         inputTokens: 7,
@@ -101,7 +101,7 @@ describe("plain turns", () => {
   });
 
   it("passes model, outputSchema and effort to the request and reports per-turn usage on follow-ups", async () => {
-    f = await fixture();
+    f = await pool.take();
     f.mock.enqueueAssistantMessage("first");
     f.mock.enqueueAssistantMessage('{"summary":"ok"}', {
       usage: { inputTokens: 20, outputTokens: 4, totalTokens: 24 },
@@ -125,7 +125,7 @@ describe("plain turns", () => {
   });
 
   it("streams deltas and one completion; a local image reaches the model", async () => {
-    f = await fixture();
+    f = await pool.take();
     const image = join(f.home.workspace, "pixel.png");
     const { writeFileSync } = await import("node:fs");
     writeFileSync(
@@ -154,7 +154,7 @@ describe("plain turns", () => {
   });
 
   it("sends text with a lone UTF-16 surrogate (the engine would drop the line and never answer)", async () => {
-    f = await fixture();
+    f = await pool.take();
     f.mock.enqueueAssistantMessage("fine");
     const result = await (await f.codex.startThread()).run("broken \ud800 text");
     const [request] = await f.mock.waitForRequests(1);
@@ -163,7 +163,7 @@ describe("plain turns", () => {
   });
 
   it("rejects a second turn while one is running (the engine would silently steer)", async () => {
-    f = await fixture();
+    f = await pool.take();
     const gate = new Gate();
     f.mock.enqueue(scripts.streamingMessage(["slow ", "reply"], { gate }));
     const thread = await f.codex.startThread();
@@ -174,7 +174,7 @@ describe("plain turns", () => {
   });
 
   it("interrupts a plain turn", async () => {
-    f = await fixture();
+    f = await pool.take();
     const gate = new Gate();
     f.mock.enqueue(scripts.streamingMessage(["never ", "finished"], { gate }));
     f.mock.enqueueAssistantMessage("after");
@@ -188,7 +188,7 @@ describe("plain turns", () => {
   });
 
   it("fails every pending call and stream when the engine dies during a plain turn", async () => {
-    f = await fixture();
+    f = await pool.take();
     const gate = new Gate();
     f.mock.enqueue(scripts.streamingMessage(["never"], { gate }));
     const thread = await f.codex.startThread();
@@ -212,7 +212,7 @@ describe("plain turns", () => {
   });
 
   it("resumes a thread in a fresh app-server: the model sees the earlier conversation", async () => {
-    f = await fixture();
+    f = await pool.take();
     f.mock.enqueueAssistantMessage("The secret is noted.");
     f.mock.enqueueAssistantMessage("It was pineapple.");
     const thread = await f.codex.startThread();
@@ -239,7 +239,7 @@ describe("server requests (approvals)", () => {
 
   // config.toml no longer accepts approval_policy = "untrusted" (0.169.0); thread/start still does.
   it("accepts through a handler: the command runs and the decision is in the stream", async () => {
-    f = await fixture();
+    f = await pool.take();
     f.mock.enqueue([execCall(), scripts.assistantMessage("made it")]);
     const seen: ServerRequest[] = [];
     const thread = await f.codex.startThread({
@@ -264,7 +264,7 @@ describe("server requests (approvals)", () => {
   });
 
   it("declines by default: nothing runs and the model is told", async () => {
-    f = await fixture();
+    f = await pool.take();
     f.mock.enqueue([execCall(), scripts.assistantMessage("could not")]);
     const thread = await f.codex.startThread({ sandbox: "workspace-write", approvalPolicy: "untrusted" });
     const turn = await thread.turn("create the file");
@@ -281,7 +281,7 @@ describe("server requests (approvals)", () => {
 
 describe("client lifecycle", () => {
   it("starts with explicit binary, env and config overrides and closes cleanly", async () => {
-    f = await fixture();
+    f = await pool.take();
     const c = await Codex.start({ env: f.home.env, config: { model: "override-model" } });
     f.mock.enqueueAssistantMessage("hi");
     const thread = await c.startThread();
