@@ -4,8 +4,6 @@ import { join } from "node:path";
 import { MockResponsesServer, scriptedModel } from "@codex-agent-api/mock-model";
 import type { Logger } from "pino";
 import { buildApp } from "./app.js";
-import { PgCluster } from "./cluster/pg.js";
-import { PgRollouts } from "./cluster/rollouts.js";
 import type { Config } from "./config.js";
 import { type Core, createCore, recover } from "./core.js";
 import { isolated, PERMISSION_PROFILE, prepareCodexHome } from "./engine/codex-home.js";
@@ -14,7 +12,6 @@ import type { App } from "./http/app-types.js";
 import { IDEMPOTENCY_TTL_SECONDS } from "./http/idempotency.js";
 import { Observability } from "./observability/index.js";
 import { createLogger as createServiceLogger } from "./observability/logging.js";
-import { isPostgresStore, PostgresStore } from "./store/postgres/index.js";
 import { SqliteStore } from "./store/sqlite/index.js";
 import type { Store } from "./store/types.js";
 import { type Clock, systemClock } from "./util/clock.js";
@@ -46,11 +43,36 @@ export function createLogger(level: string): Logger {
   return createServiceLogger(level);
 }
 
-/** The database the config names: PostgreSQL with `--database-url`, else the embedded SQLite file. */
+/**
+ * The database the config names: PostgreSQL with `--database-url`, else the embedded SQLite file. (The PostgreSQL
+ * modules are loaded only then: an instance on SQLite starts without them.)
+ */
 export async function openStore(config: Config): Promise<Store> {
-  return config.databaseUrl
-    ? PostgresStore.open(config.databaseUrl)
-    : SqliteStore.open(join(config.dataDir, "agents.db"));
+  if (!config.databaseUrl) return SqliteStore.open(join(config.dataDir, "agents.db"));
+  const { PostgresStore } = await import("./store/postgres/index.js");
+  return PostgresStore.open(config.databaseUrl);
+}
+
+/** On a PostgreSQL store, several instances may share the database: the cluster and the shared thread rollouts. */
+async function sharedParts(store: Store, config: Config, codexHome: string, logger: Logger) {
+  if (store.kind !== "postgres") return {};
+  const [{ isPostgresStore }, { PgCluster }, { PgRollouts }] = await Promise.all([
+    import("./store/postgres/index.js"),
+    import("./cluster/pg.js"),
+    import("./cluster/rollouts.js"),
+  ]);
+  if (!isPostgresStore(store)) return {};
+  return {
+    cluster: new PgCluster({
+      pool: store.pool,
+      connectionString: store.url,
+      logger,
+      deadAfterSeconds: config.clusterDeadAfterSeconds,
+      // Well before the others consider it dead: a zombie stops its commands before its turns move.
+      fenceAfterMs: Math.max(1500, (config.clusterDeadAfterSeconds - 3) * 1000),
+    }),
+    rollouts: new PgRollouts(store.pool, codexHome),
+  };
 }
 
 /** How often forgotten idempotency keys are deleted. */
@@ -68,19 +90,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   const store = opts.store ?? (await openStore(config));
   const home = prepareCodexHome(config, mock?.url ?? null);
   // Several instances may share a PostgreSQL database; the embedded one has this instance alone.
-  const shared = isPostgresStore(store)
-    ? {
-        cluster: new PgCluster({
-          pool: store.pool,
-          connectionString: store.url,
-          logger,
-          deadAfterSeconds: config.clusterDeadAfterSeconds,
-          // Well before the others consider it dead: a zombie stops its commands before its turns move.
-          fenceAfterMs: Math.max(1500, (config.clusterDeadAfterSeconds - 3) * 1000),
-        }),
-        rollouts: new PgRollouts(store.pool, home.codexHome),
-      }
-    : {};
+  const shared = await sharedParts(store, config, home.codexHome, logger);
   const engines = new EnginePool({
     size: config.enginePoolSize,
     maxThreadsPerEngine: config.maxThreadsPerEngine,

@@ -2,8 +2,8 @@
  * Logs for people and for machines: readable, coloured lines (pino-pretty) when stdout is a terminal, one JSON
  * object per line otherwise (log collectors). `LOG_FORMAT=json|pretty` forces either.
  */
+import { createRequire } from "node:module";
 import pino, { type DestinationStream, type Logger } from "pino";
-import PinoPretty from "pino-pretty";
 
 export type LogFormat = "json" | "pretty";
 
@@ -36,6 +36,8 @@ export function createLogger(level: string, opts: LoggerOptions = {}): Logger {
   if (format === "json") {
     return opts.destination ? pino(options, opts.destination as DestinationStream) : pino(options);
   }
+  // Loaded only for pretty lines (a service logging JSON starts without it).
+  const PinoPretty = createRequire(import.meta.url)("pino-pretty") as typeof import("pino-pretty");
   const pretty = PinoPretty({
     destination: out,
     sync: true,

@@ -3,9 +3,10 @@
  * through the SDK's own types and serializer, so what `traces.list` returns is exactly what an OTLP/HTTP JSON
  * exporter would send.
  */
+import { createRequire } from "node:module";
 import { type HrTime, type Link, SpanKind, type SpanStatus, TraceFlags } from "@opentelemetry/api";
 import type { InstrumentationScope } from "@opentelemetry/core";
-import { JsonTraceSerializer } from "@opentelemetry/otlp-transformer";
+import type * as OtlpTransformer from "@opentelemetry/otlp-transformer";
 import { type Resource, resourceFromAttributes } from "@opentelemetry/resources";
 import type { ReadableSpan, TimedEvent } from "@opentelemetry/sdk-trace";
 import type { SpanData } from "./trace-model.js";
@@ -83,6 +84,10 @@ export function toReadableSpan(span: SpanData, resource: Resource, scope = TURN_
 
 /** An OTLP JSON `ExportTraceServiceRequest` (`{resourceSpans: […]}`) holding these spans. */
 export function otlpJson(spans: SpanData[], resource: Resource): Record<string, unknown> {
+  // Loaded on the first trace asked for (it brings the metrics SDK along): start-up does without it.
+  const { JsonTraceSerializer } = createRequire(import.meta.url)(
+    "@opentelemetry/otlp-transformer",
+  ) as typeof OtlpTransformer;
   const bytes = JsonTraceSerializer.serializeRequest(spans.map((s) => toReadableSpan(s, resource)));
   if (!bytes) return { resourceSpans: [] };
   return JSON.parse(new TextDecoder().decode(bytes)) as Record<string, unknown>;

@@ -4,6 +4,8 @@
  * client makes it a child of the caller's span), and, when a turn ends, the turn's trace built from its stored
  * events (trace-model.ts: the same spans and ids `traces.list` returns), linked to the request that started it.
  */
+
+import { createRequire } from "node:module";
 import {
   defaultTextMapGetter,
   ROOT_CONTEXT,
@@ -13,8 +15,8 @@ import {
   type Tracer,
 } from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
-import { OTLPTraceExporter as JsonExporter } from "@opentelemetry/exporter-trace-otlp-http";
-import { OTLPTraceExporter as ProtobufExporter } from "@opentelemetry/exporter-trace-otlp-proto";
+import type * as HttpExporterModule from "@opentelemetry/exporter-trace-otlp-http";
+import type * as ProtoExporterModule from "@opentelemetry/exporter-trace-otlp-proto";
 import type { Resource } from "@opentelemetry/resources";
 import { BatchSpanProcessor, type SpanExporter, TracerProvider } from "@opentelemetry/sdk-trace";
 import type { Logger } from "pino";
@@ -118,6 +120,19 @@ export interface RequestSpan {
   ended: boolean;
 }
 
+type ExporterOptions = { url: string; headers: Record<string, string>; timeoutMillis?: number };
+
+/** The OTLP exporter for the protocol, loaded only when traces are exported (a service without OTEL_* never is). */
+function loadExporter(protocol: TracingConfig["protocol"], options: ExporterOptions): SpanExporter {
+  const require = createRequire(import.meta.url);
+  if (protocol === "http/json") {
+    const http = require("@opentelemetry/exporter-trace-otlp-http") as typeof HttpExporterModule;
+    return new http.OTLPTraceExporter(options);
+  }
+  const proto = require("@opentelemetry/exporter-trace-otlp-proto") as typeof ProtoExporterModule;
+  return new proto.OTLPTraceExporter(options);
+}
+
 export class Tracing {
   private readonly provider: TracerProvider | null = null;
   private readonly processor: BatchSpanProcessor | null = null;
@@ -135,8 +150,7 @@ export class Tracing {
       headers: config.headers,
       ...(config.timeoutMillis ? { timeoutMillis: config.timeoutMillis } : {}),
     };
-    const exporter: SpanExporter =
-      config.protocol === "http/json" ? new JsonExporter(options) : new ProtobufExporter(options);
+    const exporter = loadExporter(config.protocol, options);
     this.processor = new BatchSpanProcessor({
       exporter,
       ...(config.scheduledDelayMillis ? { scheduledDelayMillis: config.scheduledDelayMillis } : {}),
