@@ -487,6 +487,35 @@ describe("EventHub", () => {
   });
 
   describe("batching", () => {
+    it("flush resolves once the session's earlier writes are stored, and writes nothing itself", async () => {
+      let transactions = 0;
+      let release: () => void = () => {};
+      const held = new Promise<void>((r) => {
+        release = r;
+      });
+      const counted = wrap(store, {
+        appendEvents: async (sid: string, events: NewEvent[]) => {
+          await held;
+          return store.appendEvents(sid, events);
+        },
+        transaction: (fn) => {
+          transactions++;
+          return store.transaction(fn);
+        },
+      });
+      const h = new EventHub(counted);
+      const appended = h.append("s1", delta(1));
+      const flushed = h.flush("s1");
+      await nextTurn();
+      expect(await settled(flushed)).toEqual({ done: false });
+      release();
+      await flushed;
+      expect(await settled(appended)).toMatchObject({ done: true });
+      expect(await store.lastEventSeq("s1")).toBe(1);
+      expect(transactions).toBe(0);
+      await h.drain();
+    });
+
     it("appends made in one event-loop turn are written in one batch and published in seq order", async () => {
       const calls: Array<[string, number]> = [];
       const counted = wrap(store, {

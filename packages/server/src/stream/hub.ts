@@ -231,9 +231,10 @@ class Sub implements Subscription {
   }
 }
 
+/** A session's writes, in order: appends (batched together) and tasks (a commit, a flush's barrier) between them. */
 type Job =
   | { kind: "append"; entry: NewEvent; resolve: (a: Appended) => void; reject: (e: unknown) => void }
-  | { kind: "commit"; run: () => Promise<void> };
+  | { kind: "task"; run: () => Promise<void> };
 
 interface Writer {
   jobs: Job[];
@@ -305,7 +306,7 @@ export class EventHub {
   commit<T>(sessionId: string, fn: (tx: Queries, log: LogFn) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.enqueue(sessionId, {
-        kind: "commit",
+        kind: "task",
         run: async () => {
           let appended: Appended[] = [];
           let result: T;
@@ -337,9 +338,9 @@ export class EventHub {
     });
   }
 
-  /** Resolves once every write queued for the session so far is done. */
+  /** Resolves once every write queued for the session so far is done (it writes nothing itself). */
   flush(sessionId: string): Promise<void> {
-    return this.commit(sessionId, async () => undefined);
+    return new Promise((resolve) => this.enqueue(sessionId, { kind: "task", run: async () => resolve() }));
   }
 
   /**
@@ -456,7 +457,7 @@ export class EventHub {
   private async run(sessionId: string, w: Writer): Promise<void> {
     while (w.jobs.length > 0) {
       const job = w.jobs[0]!;
-      if (job.kind === "commit") {
+      if (job.kind === "task") {
         w.jobs.shift();
         await job.run();
         continue;
