@@ -553,10 +553,16 @@ describe("web console", () => {
     );
     const created = await api("POST", "/v1/agents/sessions", { environment: { type: "none" }, input: SEED });
     const sid = created.body.id as string;
-    await waitFor(
-      async () => (await api("GET", `/v1/agents/sessions/${sid}`)).body.status === "idle",
+    // The seeding turn ends (any way: a failed one says why here rather than after the test's time is up).
+    const seeded = (await waitFor(
+      async () => {
+        const body = (await api("GET", `/v1/agents/sessions/${sid}`)).body;
+        return body.status === "in_progress" ? null : body;
+      },
       60_000,
-    );
+      "the seeding turn to end",
+    ))!;
+    expect(seeded.status, JSON.stringify(seeded)).toBe("idle");
 
     await page.goto(`${f.url}/console/sessions/${sid}`);
     await agentSaid("seed message 999").waitFor();
@@ -594,7 +600,9 @@ describe("web console", () => {
     };
     writeFileSync(join(shots, "metrics.json"), `${JSON.stringify(metrics, null, 2)}\n`);
     console.log(`[console metrics] ${JSON.stringify(metrics)}`);
-  });
+    // Its waits are bounded one by one (seeding 60 s, first paint 30 s, scrolling to the top 60 s): each reports
+    // what it waited for, rather than the test's overall timeout.
+  }, 180_000);
 });
 
 describe("web console without auth", () => {
