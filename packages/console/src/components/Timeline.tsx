@@ -14,6 +14,9 @@ const STICK_PX = 48;
  * The session's rows, virtualised (only what is on screen is in the DOM, so a session of thousands of items
  * stays fast). It follows the end while the user is there, and loads older history at the top.
  */
+/** Whether a scrolled element shows its end (within STICK_PX). */
+const atEndOf = (el: HTMLElement) => el.scrollHeight - el.scrollTop - el.clientHeight < STICK_PX;
+
 export function Timeline(props: { state: SessionTimeline; showChanges?(turnId: string): void }) {
   const { timeline, hasOlder, loadingOlder, loadOlder, ensureTurn } = props.state;
   const rows = useMemo<Row[]>(
@@ -55,14 +58,19 @@ export function Timeline(props: { state: SessionTimeline; showChanges?(turnId: s
     performance.mark("console:timeline-rows");
   }, [rowCount]);
 
+  // The top row is on screen: load the page before it. Whether the view is at the end is read from the element
+  // here, not from the last scroll event: the virtualizer's own scroll listener may render this before onScroll has
+  // run, and a jump from the end to the top would then be taken for "at the end" and never load (nothing changes
+  // after it to run this again).
   const first = items[0]?.index;
   useEffect(() => {
-    if (first === 0 && hasOlder && !loadingOlder && !atEnd.current) loadOlder();
+    const el = scroller.current;
+    if (first === 0 && hasOlder && !loadingOlder && el && !atEndOf(el)) loadOlder();
   }, [first, hasOlder, loadingOlder, loadOlder]);
 
   const onScroll = () => {
     const el = scroller.current;
-    if (el) atEnd.current = el.scrollHeight - el.scrollTop - el.clientHeight < STICK_PX;
+    if (el) atEnd.current = atEndOf(el);
   };
 
   return (
