@@ -45,9 +45,9 @@ export async function fixture(opts: { codex?: CodexOptions } = {}) {
 
 /**
  * One fixture for a test file, handed to each test clean: its mock reset (no scripts, no requests, no fallback), its
- * workspace empty and no turn running on its engine. A test that breaks it (its engine closed or killed, a turn left running, more
- * clients started) has it closed after the test, and the next test gets a new one. An engine costs ~150 ms of CPU to
- * start: tests that need a fresh one call {@link fixture} themselves.
+ * workspace empty and no turn running on its engine. A test that breaks it (its engine closed or killed, a turn left
+ * running, more clients started) has it closed after the test, and the next test gets a new one. An engine costs
+ * ~150 ms of CPU to start: tests that need a fresh one call {@link fixture} themselves.
  */
 export function fixturePool() {
   let current: Fixture | null = null;

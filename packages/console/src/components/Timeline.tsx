@@ -10,13 +10,13 @@ type Row = TimelineRow | { kind: "older"; key: string };
 /** Within this many pixels of the end, the list follows new output. */
 const STICK_PX = 48;
 
+/** Whether a scrolled element shows its end (within STICK_PX). */
+const atEndOf = (el: HTMLElement) => el.scrollHeight - el.scrollTop - el.clientHeight < STICK_PX;
+
 /**
  * The session's rows, virtualised (only what is on screen is in the DOM, so a session of thousands of items
  * stays fast). It follows the end while the user is there, and loads older history at the top.
  */
-/** Whether a scrolled element shows its end (within STICK_PX). */
-const atEndOf = (el: HTMLElement) => el.scrollHeight - el.scrollTop - el.clientHeight < STICK_PX;
-
 export function Timeline(props: { state: SessionTimeline; showChanges?(turnId: string): void }) {
   const { timeline, hasOlder, loadingOlder, loadOlder, ensureTurn } = props.state;
   const rows = useMemo<Row[]>(

@@ -5,6 +5,8 @@
 import { createRequire } from "node:module";
 import pino, { type DestinationStream, type Logger } from "pino";
 
+const require = createRequire(import.meta.url);
+
 export type LogFormat = "json" | "pretty";
 
 export const LOG_FORMATS: readonly LogFormat[] = ["json", "pretty"];
@@ -37,7 +39,7 @@ export function createLogger(level: string, opts: LoggerOptions = {}): Logger {
     return opts.destination ? pino(options, opts.destination as DestinationStream) : pino(options);
   }
   // Loaded only for pretty lines (a service logging JSON starts without it).
-  const PinoPretty = createRequire(import.meta.url)("pino-pretty") as typeof import("pino-pretty");
+  const PinoPretty = require("pino-pretty") as typeof import("pino-pretty");
   const pretty = PinoPretty({
     destination: out,
     sync: true,

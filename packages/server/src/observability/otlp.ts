@@ -11,6 +11,8 @@ import { type Resource, resourceFromAttributes } from "@opentelemetry/resources"
 import type { ReadableSpan, TimedEvent } from "@opentelemetry/sdk-trace";
 import type { SpanData } from "./trace-model.js";
 
+const require = createRequire(import.meta.url);
+
 export const DEFAULT_SERVICE_NAME = "codex-agent-api";
 
 /** The instrumentation scope of turn and item spans. */
@@ -85,9 +87,7 @@ export function toReadableSpan(span: SpanData, resource: Resource, scope = TURN_
 /** An OTLP JSON `ExportTraceServiceRequest` (`{resourceSpans: […]}`) holding these spans. */
 export function otlpJson(spans: SpanData[], resource: Resource): Record<string, unknown> {
   // Loaded on the first trace asked for (it brings the metrics SDK along): start-up does without it.
-  const { JsonTraceSerializer } = createRequire(import.meta.url)(
-    "@opentelemetry/otlp-transformer",
-  ) as typeof OtlpTransformer;
+  const { JsonTraceSerializer } = require("@opentelemetry/otlp-transformer") as typeof OtlpTransformer;
   const bytes = JsonTraceSerializer.serializeRequest(spans.map((s) => toReadableSpan(s, resource)));
   if (!bytes) return { resourceSpans: [] };
   return JSON.parse(new TextDecoder().decode(bytes)) as Record<string, unknown>;

@@ -4,7 +4,6 @@
  * client makes it a child of the caller's span), and, when a turn ends, the turn's trace built from its stored
  * events (trace-model.ts: the same spans and ids `traces.list` returns), linked to the request that started it.
  */
-
 import { createRequire } from "node:module";
 import {
   defaultTextMapGetter,
@@ -120,11 +119,12 @@ export interface RequestSpan {
   ended: boolean;
 }
 
+const require = createRequire(import.meta.url);
+
 type ExporterOptions = { url: string; headers: Record<string, string>; timeoutMillis?: number };
 
 /** The OTLP exporter for the protocol, loaded only when traces are exported (a service without OTEL_* never is). */
 function loadExporter(protocol: TracingConfig["protocol"], options: ExporterOptions): SpanExporter {
-  const require = createRequire(import.meta.url);
   if (protocol === "http/json") {
     const http = require("@opentelemetry/exporter-trace-otlp-http") as typeof HttpExporterModule;
     return new http.OTLPTraceExporter(options);
