@@ -363,7 +363,6 @@ export const goal: Scenario = {
     await viaSdk();
     const t: number[] = [];
     const o: number[] = [];
-    const ob: number[] = [];
     const s: number[] = [];
     const variants = [
       async () => t.push(await viaTemplate()),
