@@ -27,7 +27,7 @@ import ipaddr from "ipaddr.js";
 import { Agent, fetch as undiciFetch } from "undici";
 
 /** The operator's flag that lifts the guard (named in refusals). */
-export const ALLOW_PRIVATE_FLAG = "--allow-private-targets";
+const ALLOW_PRIVATE_FLAG = "--allow-private-targets";
 
 export class TargetRefused extends Error {}
 
@@ -37,7 +37,7 @@ export type Resolve = (
   callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
 ) => void;
 
-export const systemResolve: Resolve = (hostname, callback) =>
+const systemResolve: Resolve = (hostname, callback) =>
   dnsLookup(hostname, { all: true, verbatim: true }, callback);
 
 /** ipaddr.js range names, in words. */
@@ -122,7 +122,7 @@ const refusal = (why: string) =>
   );
 
 /** The host of a URL as a name or a bare address (no brackets, no trailing dot). */
-export const hostOf = (url: URL): string => url.hostname.replace(/^\[(.*)\]$/, "$1").replace(/\.$/, "");
+const hostOf = (url: URL): string => url.hostname.replace(/^\[(.*)\]$/, "$1").replace(/\.$/, "");
 
 const isLoopbackName = (host: string) => host === "localhost" || host.endsWith(".localhost");
 
