@@ -43,8 +43,11 @@ export interface Config {
   /** The key sealing secrets at rest (AGENT_SECRET_KEY: 32 bytes as base64 or hex), or a file holding it. */
   secretKey: string | null;
   secretKeyFile: string | null;
-  /** Webhook targets on loopback, private, link-local (…) addresses are refused unless this is set. */
-  webhookAllowPrivate: boolean;
+  /**
+   * Whether the service may connect, on a client's behalf, to loopback, private, link-local and other non-public
+   * addresses: webhook endpoints, HTTP MCP servers, OAuth token endpoints (net/outbound-guard.ts). Off: refused.
+   */
+  allowPrivateTargets: boolean;
   /** Webhook URLs must be https:// unless this is set. */
   webhookAllowHttp: boolean;
   /** How long a failing webhook delivery is retried (seconds after its event). */
@@ -162,8 +165,10 @@ Options (environment variable in brackets):
                              (AGENT_SECRET_KEY_FILE; or AGENT_SECRET_KEY holding the key itself); neither: one is
                              generated into <data-dir>/secret.key (mode 0600). Instances sharing a database need
                              the same key
-  --webhook-allow-private    deliver webhooks to loopback, private and link-local addresses
-                             (AGENT_WEBHOOK_ALLOW_PRIVATE=1; default off: refused, checked on the address connected to)
+  --allow-private-targets    let clients' webhooks, HTTP MCP servers and OAuth token endpoints be on loopback,
+                             private, link-local and other non-public addresses (AGENT_ALLOW_PRIVATE_TARGETS=1;
+                             default off: refused with a 400, checked on the address connected to;
+                             --webhook-allow-private and AGENT_WEBHOOK_ALLOW_PRIVATE=1 are its former names)
   --webhook-allow-http       deliver webhooks to http:// URLs too, not only https:// (AGENT_WEBHOOK_ALLOW_HTTP=1)
   --webhook-retry-hours <n>  retry a failing webhook delivery this long after its event (AGENT_WEBHOOK_RETRY_HOURS,
                              default 72)
@@ -293,6 +298,7 @@ export function loadConfig(
       "allowed-host": { type: "string", multiple: true },
       "cors-origin": { type: "string", multiple: true },
       "secret-key-file": { type: "string" },
+      "allow-private-targets": { type: "boolean" },
       "webhook-allow-private": { type: "boolean" },
       "webhook-allow-http": { type: "boolean" },
       "webhook-retry-hours": { type: "string" },
@@ -384,7 +390,10 @@ export function loadConfig(
       const file = values["secret-key-file"] || env.AGENT_SECRET_KEY_FILE;
       return file ? abs(file) : null;
     })(),
-    webhookAllowPrivate: values["webhook-allow-private"] ?? env.AGENT_WEBHOOK_ALLOW_PRIVATE === "1",
+    allowPrivateTargets:
+      values["allow-private-targets"] ??
+      values["webhook-allow-private"] ??
+      (env.AGENT_ALLOW_PRIVATE_TARGETS === "1" || env.AGENT_WEBHOOK_ALLOW_PRIVATE === "1"),
     webhookAllowHttp: values["webhook-allow-http"] ?? env.AGENT_WEBHOOK_ALLOW_HTTP === "1",
     webhookRetrySeconds:
       3600 *

@@ -31,6 +31,7 @@ import type { Sealer } from "./domain/webhooks/events.js";
 import { WebhookService } from "./domain/webhooks/service.js";
 import { BackgroundWorkers } from "./domain/workers.js";
 import type { Engines } from "./engine/types.js";
+import { OutboundGuard } from "./net/outbound-guard.js";
 import type { Store } from "./store/types.js";
 import { EventHub } from "./stream/hub.js";
 import { type Clock, systemClock } from "./util/clock.js";
@@ -78,6 +79,8 @@ export interface Core {
   environments: EnvironmentService;
   /** Vaults and their credentials (MCP servers' authorization, environment variables). */
   vaults: VaultService;
+  /** Where the service and its engines may connect on a client's behalf (webhooks, MCP servers, token endpoints). */
+  outbound: OutboundGuard;
 }
 
 export function createCore(config: Config, infra: Infrastructure): Core {
@@ -90,6 +93,7 @@ export function createCore(config: Config, infra: Infrastructure): Core {
   const hub = new EventHub(redactor.wrap(store), { now: () => clock.now() });
   // One key ring for every secret at rest (vault credentials, environment values, webhook signing secrets).
   const keyring = secretKeyring(config, logger);
+  const outbound = new OutboundGuard({ allowPrivate: config.allowPrivateTargets });
   const { environments, vaults, engines } = environmentsAndVaults(config, {
     ...infra,
     clock,
@@ -97,6 +101,7 @@ export function createCore(config: Config, infra: Infrastructure): Core {
     hub,
     redactor,
     keyring,
+    outbound,
   });
   const runner = new TurnRunner({ store, hub, engines, config, clock, logger, cluster, rollouts });
   engines.stopWaitsOn(runner);
@@ -127,6 +132,7 @@ export function createCore(config: Config, infra: Infrastructure): Core {
     agents,
     sessions,
     keyring,
+    outbound,
   });
   const checkpoints = new CheckpointService({
     config,
@@ -170,6 +176,7 @@ export function createCore(config: Config, infra: Infrastructure): Core {
     checkpoints,
     environments,
     vaults,
+    outbound,
   };
 }
 
@@ -239,11 +246,12 @@ function automationsAndWebhooks(
     agents: AgentService;
     sessions: SessionService;
     keyring: LazySecretKeyring;
+    outbound: OutboundGuard;
   },
 ) {
   const { store, clock, logger, cluster, hub, runner, sessions } = deps;
   const secrets = deps.secrets ?? deps.keyring;
-  const policy = { allowPrivate: config.webhookAllowPrivate, allowHttp: config.webhookAllowHttp };
+  const targets = { guard: deps.outbound, allowHttp: config.webhookAllowHttp };
   const pollMs = config.automationPollMs;
   const invocations = new AutomationDeliverer({
     store,
@@ -267,7 +275,7 @@ function automationsAndWebhooks(
     clock,
     logger,
     secrets,
-    policy,
+    targets,
     instanceId: cluster.instanceId,
     pollMs,
     retrySeconds: config.webhookRetrySeconds,
@@ -283,6 +291,7 @@ function automationsAndWebhooks(
     agents: deps.agents,
     sessions,
     allowMcpStdio: config.allowMcpStdio,
+    outbound: deps.outbound,
     onQueued: () => invocations.kick(),
   });
   // The agent's own automations tool: its calls are answered here, within the session's project.
@@ -294,7 +303,7 @@ function automationsAndWebhooks(
   });
   return {
     automations,
-    webhooks: new WebhookService({ store, clock, secrets, policy }),
+    webhooks: new WebhookService({ store, clock, secrets, targets }),
     workers: new BackgroundWorkers(scheduler, invocations, webhookDeliverer),
   };
 }
@@ -311,9 +320,10 @@ function environmentsAndVaults(
     hub: EventHub;
     redactor: SecretRedactor;
     keyring: LazySecretKeyring;
+    outbound: OutboundGuard;
   },
 ) {
-  const { store, clock, logger, cluster, hub, redactor } = deps;
+  const { store, clock, logger, cluster, hub, redactor, outbound } = deps;
   const keyring = deps.keyring;
   const vaults = new VaultService({
     store,
@@ -321,6 +331,7 @@ function environmentsAndVaults(
     keyring,
     logger,
     allowEnvCredentials: config.environments.allowEnvCredentials,
+    outbound,
   });
   const provisioner = new Provisioner({ engines: deps.engines, settings: config.environments, logger });
   const environments = new EnvironmentService({
@@ -339,6 +350,7 @@ function environmentsAndVaults(
     vaults,
     redactor,
     logger,
+    outbound,
     waitMs: config.turnTimeoutSeconds * 1000,
   });
   return { environments, vaults, engines };

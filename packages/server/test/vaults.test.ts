@@ -39,9 +39,12 @@ async function startLogged(
       done();
     },
   });
-  const config = loadConfig(["--mock-model", "--port", "0", "--data-dir", dataDir, ...(opts.args ?? [])], {
-    ...opts.env,
-  });
+  // The tests' MCP servers and token endpoints listen on 127.0.0.1: private targets allowed (refused otherwise:
+  // outbound-targets.test.ts).
+  const config = loadConfig(
+    ["--mock-model", "--port", "0", "--data-dir", dataDir, "--allow-private-targets", ...(opts.args ?? [])],
+    { ...opts.env },
+  );
   const service = await startService(config, { logger: pino({ level: "trace" }, sink), mockCapture: true });
   const client = new OpenAI({ baseURL: `${service.url}/v1`, apiKey: opts.apiKey ?? "test", maxRetries: 0 });
   return { service, client, dataDir, logs: () => lines.join(""), stop: () => service.stop() };

@@ -480,12 +480,23 @@ describe("webhooks, webhook targets on this machine refused (the default)", () =
     for (const url of [
       receiver.urlOf("/hooks"), // http://127.0.0.1:…
       `https://127.0.0.1:${receiver.port}/hooks`,
-      "https://[::1]/hooks",
+      // IPv4 127.0.0.1 inside IPv6 forms (IPv4-compatible, IPv4-translated, IPv4-mapped).
+      `https://[::7f00:1]:${receiver.port}/`,
+      `https://[::ffff:0:7f00:1]:${receiver.port}/`,
       "https://[::ffff:127.0.0.1]/hooks",
+      "https://[::1]/hooks",
+      "https://0.0.0.0/hooks",
+      "https://2130706433/hooks",
+      "https://0x7f.1/hooks",
       "https://169.254.169.254/latest/meta-data",
       "https://10.1.2.3/hooks",
+      "https://100.64.0.1/hooks",
       "https://192.168.1.1/hooks",
+      "https://[fc00::1]/hooks",
+      "https://[fe80::1]/hooks",
       "https://localhost/hooks",
+      // This machine's own name resolves (through /etc/hosts) to a loopback or private address.
+      `https://${hostname()}:${receiver.port}/hooks`,
       "https://user:pass@example.com/hooks",
     ]) {
       const err = expectApiError(
@@ -493,32 +504,39 @@ describe("webhooks, webhook targets on this machine refused (the default)", () =
         OpenAI.BadRequestError,
         400,
       );
-      expect((err.error as { param: string }).param).toBe("url");
+      expect((err.error as { param: string }).param, url).toBe("url");
+      expect(err.message, url).toMatch(/^400 'url': /);
     }
+    expect(receiver.received).toEqual([]);
   });
 
-  it("checks the address a name resolves to when it connects: a name of this machine is refused", async () => {
-    // This machine's own name resolves (through /etc/hosts) to a loopback or private address.
-    const e = (await client.webhooks.create({
-      name: "by name",
-      url: `https://${hostname()}:${receiver.port}/hooks`,
-      event_types: ["agent.session.created"],
-    })) as WebhookEndpointWithSecret;
-    const refused = expectApiError(
-      await rejection(client.webhooks.test(e.id, { event_type: "agent.session.created" })),
-      OpenAI.UnprocessableEntityError,
-      422,
-    );
-    expect(refused.message).toMatch(/resolves to .* (loopback|private)/);
-    const s = await client.beta.agents.sessions.create({ environment: { type: "none" } });
-    const failed = await until(async () => {
-      const [d] = await deliveries(client, e.id);
-      return d?.last_attempt ? d : null;
-    }, "the refused attempt");
-    expect(failed).toMatchObject({ status: "pending", event: { data: { id: s.id } } });
-    expect(failed.last_attempt!.status_code).toBeNull();
-    expect(failed.last_attempt!.error).toMatch(/resolves to/);
-    expect(receiver.received).toEqual([]);
+  it("checks the address a name resolves to when it connects: registered while private targets were allowed, refused after", async () => {
+    const url = `https://${hostname()}:${receiver.port}/hooks`;
+    const dataDir = mkdtempSync(join(tmpdir(), "cas-webhooks-by-name-"));
+    let g = await startServer({ dataDir, args: ["--allow-private-targets"] });
+    try {
+      const e = (await sdk(g).webhooks.create({
+        name: "by name",
+        url,
+        event_types: ["agent.session.created"],
+      })) as WebhookEndpointWithSecret;
+      await g.close();
+      // The operator no longer allows private targets: the stored endpoint's deliveries are refused when connecting.
+      g = await startServer({ dataDir });
+      const c = sdk(g);
+      const s = await c.beta.agents.sessions.create({ environment: { type: "none" } });
+      const failed = await until(async () => {
+        const [d] = await deliveries(c, e.id);
+        return d?.last_attempt ? d : null;
+      }, "the refused attempt");
+      expect(failed).toMatchObject({ status: "pending", event: { data: { id: s.id } } });
+      expect(failed.last_attempt!.status_code).toBeNull();
+      expect(failed.last_attempt!.error).toMatch(/resolves to \S+, a (loopback|private) address/);
+      expect(receiver.received).toEqual([]);
+    } finally {
+      await g.close();
+      cleanup(dataDir);
+    }
   });
 });
 

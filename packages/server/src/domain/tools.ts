@@ -1,8 +1,11 @@
 /**
  * The tools an agent or session declares, in both dialects: client-executed function tools, MCP servers, web
  * search and the agent's own automations. Parsed once, strictly (a tool the engine would shadow, reject or could not honour is a 400 naming it),
- * stored normalised, and never shown with their secrets (MCP authorization, header and env values).
+ * stored normalised, and never shown with their secrets (MCP authorization, header and env values). An HTTP MCP
+ * server's URL must be one the outbound guard allows (net/outbound-guard.ts: as written and resolved now; the
+ * engine connects to it, so a session's MCP servers are checked again when each turn starts).
  */
+import { type OutboundGuard, TargetRefused } from "../net/outbound-guard.js";
 import { badRequest } from "./errors.js";
 
 export interface FunctionTool {
@@ -142,13 +145,34 @@ function functionTool(t: Record<string, unknown>, where: string, names: Set<stri
   };
 }
 
+export interface ToolOptions {
+  /** The official dialect: every tool must be one this server runs. */
+  strict: boolean;
+  /** `--allow-mcp-stdio`. */
+  allowStdio: boolean;
+  /** Where HTTP MCP servers may be. */
+  targets: OutboundGuard;
+  /** The field the tools are in (default `tools`). */
+  where?: string;
+}
+
+/** An HTTP MCP server's URL, to be resolved and checked once the list is parsed. */
+interface McpTarget {
+  url: URL;
+  where: string;
+}
+
+const refusedTarget = (err: unknown, where: string) =>
+  err instanceof TargetRefused ? badRequest(`'${where}': ${err.message}`, where) : err;
+
 /** An MCP server in the official form (`transport`) or the original template's (URL and label at the top). */
 function mcpTool(
   t: Record<string, unknown>,
   where: string,
   labels: Set<string>,
-  opts: { strict: boolean; allowStdio: boolean },
+  opts: ToolOptions,
   index: number,
+  targets: McpTarget[],
 ): McpTool {
   const given = t.server_label ?? t.name;
   const rawLabel = typeof given === "string" ? given : "";
@@ -194,6 +218,12 @@ function mcpTool(
     if (u.protocol !== "http:" && u.protocol !== "https:") {
       throw badRequest(`'${w}.server_url' must be an http(s) URL`, `${w}.server_url`);
     }
+    try {
+      opts.targets.checkHost(u);
+    } catch (err) {
+      throw refusedTarget(err, `${w}.server_url`);
+    }
+    targets.push({ url: u, where: `${w}.server_url` });
     parsed = {
       type: "http",
       server_url: url,
@@ -220,12 +250,21 @@ function mcpTool(
 
 /**
  * Parses a tools list. `strict` (the official dialect): every tool must be one this server runs; otherwise (the
- * template) tools it does not know are kept as given and left out (the original service skipped them too).
+ * template) tools it does not know are kept as given and left out (the original service skipped them too). The
+ * names of HTTP MCP servers are resolved (every address checked) before the list is accepted.
  */
-export function parseTools(
-  raw: unknown[],
-  opts: { strict: boolean; allowStdio: boolean; where?: string },
-): unknown[] {
+export async function parseTools(raw: unknown[], opts: ToolOptions): Promise<unknown[]> {
+  const targets: McpTarget[] = [];
+  const parsed = parseToolList(raw, opts, targets);
+  const checked = await Promise.allSettled(targets.map(({ url }) => opts.targets.checkResolved(url)));
+  // (The first refused one in the list is named, whichever resolved first.)
+  checked.forEach((c, i) => {
+    if (c.status === "rejected") throw refusedTarget(c.reason, targets[i]!.where);
+  });
+  return parsed;
+}
+
+function parseToolList(raw: unknown[], opts: ToolOptions, targets: McpTarget[]): unknown[] {
   const names = new Set<string>();
   const labels = new Set<string>();
   const where = opts.where ?? "tools";
@@ -244,7 +283,7 @@ export function parseTools(
         const transport = isRecord(t.transport) ? t.transport : t;
         const runnable = ["server_url", "url", "command"].some((k) => transport[k] !== undefined);
         if (!opts.strict && !runnable && transport.type !== "stdio") return t;
-        return mcpTool(t, w, labels, opts, i);
+        return mcpTool(t, w, labels, opts, i, targets);
       }
       case "web_search": {
         const mode = t.mode ?? "live";

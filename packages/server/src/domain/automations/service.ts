@@ -3,6 +3,8 @@
  * new session or notify an existing one, within the caller's project. This is the API side; the scheduler fires
  * due occurrences and the deliverer delivers invocations (scheduler.ts, deliverer.ts).
  */
+
+import type { OutboundGuard } from "../../net/outbound-guard.js";
 import type {
   AutomationCreatedBy,
   AutomationPatch,
@@ -48,6 +50,8 @@ export interface AutomationDeps {
   agents: AgentService;
   sessions: SessionService;
   allowMcpStdio: boolean;
+  /** Where an inline agent's HTTP MCP servers may be. */
+  outbound: OutboundGuard;
   /** An invocation was queued: deliver it soon. */
   onQueued: () => void;
 }
@@ -56,8 +60,8 @@ export class AutomationService {
   constructor(private readonly deps: AutomationDeps) {}
 
   private targetContext(scope: Scope) {
-    const { agents, sessions, allowMcpStdio } = this.deps;
-    return { scope, agents, sessions, allowMcpStdio };
+    const { agents, sessions, allowMcpStdio, outbound } = this.deps;
+    return { scope, agents, sessions, allowMcpStdio, outbound };
   }
 
   /**

@@ -2,6 +2,8 @@
  * An automation's target: checked and normalised when it is saved (so a delivery never meets bad input), and turned
  * into what the session services take when an invocation is delivered.
  */
+
+import type { OutboundGuard } from "../../net/outbound-guard.js";
 import type { AutomationInputMessage, AutomationTarget } from "../../store/types.js";
 import type { AgentService } from "../agents.js";
 import { badRequest, unprocessable } from "../errors.js";
@@ -40,6 +42,7 @@ export interface TargetContext {
   agents: AgentService;
   sessions: SessionService;
   allowMcpStdio: boolean;
+  outbound: OutboundGuard;
 }
 
 /** Checks a target (400/404/422 naming the field) and returns it normalised for storage. */
@@ -69,7 +72,7 @@ export async function normalizeTarget(t: TargetParam, ctx: TargetContext): Promi
   return {
     type: "new_session",
     agent_id: agentId,
-    agent: agent && normalizeAgent(agent, ctx.allowMcpStdio),
+    agent: agent && (await normalizeAgent(agent, ctx)),
     environment: t.environment,
     input: normalizeInput(t.input),
     metadata: t.metadata ?? {},
@@ -77,10 +80,18 @@ export async function normalizeTarget(t: TargetParam, ctx: TargetContext): Promi
   };
 }
 
-function normalizeAgent(agent: Record<string, unknown>, allowStdio: boolean): Record<string, unknown> {
+async function normalizeAgent(
+  agent: Record<string, unknown>,
+  ctx: TargetContext,
+): Promise<Record<string, unknown>> {
   const out: Record<string, unknown> = { ...agent };
   if (Array.isArray(agent.tools)) {
-    out.tools = parseTools(agent.tools, { strict: true, allowStdio, where: "target.agent.tools" });
+    out.tools = await parseTools(agent.tools, {
+      strict: true,
+      allowStdio: ctx.allowMcpStdio,
+      targets: ctx.outbound,
+      where: "target.agent.tools",
+    });
   }
   return out;
 }

@@ -7,13 +7,18 @@
  *   (`shell_environment_policy.set`, never in the engine's files);
  * - an MCP server without its own Authorization gets the one credential of the session's vaults whose server URL
  *   is its own (`http_headers.Authorization`), refreshed first when it is an OAuth token about to expire;
- * - every value handed out is redacted from what the session's log stores from then on (redaction.ts).
+ * - every value handed out is redacted from what the session's log stores from then on (redaction.ts);
+ * - every HTTP MCP server's URL is checked by the outbound guard again, its name resolved now (the engine resolves
+ *   and connects itself: this is the last moment the service can refuse a name that now resolves to a private
+ *   address, or a URL stored before the guard or under another operator setting); a refused one fails the turn
+ *   with `mcp_server_refused` before anything is sent.
  * Once the thread is bound, a ready environment becomes `connected`.
  */
 import type { ThreadOptions } from "@codex-agent-api/codex";
 import type { Logger } from "pino";
 import { sessionOfThreadOptions } from "../../engine/thread-options.js";
 import type { Engines, Lease, LeaseOptions } from "../../engine/types.js";
+import { type OutboundGuard, TargetRefused } from "../../net/outbound-guard.js";
 import type { EnvironmentRecord, SessionRecord } from "../../store/types.js";
 import { HookFailure } from "../hooks.js";
 import type { VaultService } from "../vaults/service.js";
@@ -26,6 +31,8 @@ export interface SessionEnginesDeps {
   vaults: VaultService;
   redactor: SecretRedactor;
   logger: Logger;
+  /** Where HTTP MCP servers may be. */
+  outbound: OutboundGuard;
   /** The longest a turn waits for its environment (ms). */
   waitMs: number;
 }
@@ -51,8 +58,9 @@ export class SessionEngines implements Engines {
   async lease(threadId: string | null, options: ThreadOptions, opts?: LeaseOptions): Promise<Lease> {
     const session = sessionOfThreadOptions(options);
     if (!session) return this.inner.lease(threadId, options, opts);
+    const checked = await this.withCheckedMcpServers(options);
     const env = await this.environmentOf(session);
-    const augmented = await this.withSecrets(session, env, options);
+    const augmented = await this.withSecrets(session, env, checked);
     const lease = await this.inner.lease(threadId, augmented, opts);
     if (env) {
       await this.deps.environments
@@ -96,6 +104,32 @@ export class SessionEngines implements Engines {
       default:
         return env;
     }
+  }
+
+  /**
+   * The options with every HTTP MCP server's URL checked now and given to the engine as checked (its normalised
+   * form: the engine parses no other text than the one the guard read).
+   */
+  private async withCheckedMcpServers(options: ThreadOptions): Promise<ThreadOptions> {
+    const config = options.config;
+    if (!isRecord(config) || !isRecord(config.mcp_servers)) return options;
+    const servers: Record<string, unknown> = {};
+    for (const [label, raw] of Object.entries(config.mcp_servers)) {
+      if (!isRecord(raw) || typeof raw.url !== "string") {
+        servers[label] = raw;
+        continue;
+      }
+      let url: URL;
+      try {
+        url = new URL(raw.url);
+        await this.deps.outbound.checkResolved(url);
+      } catch (err) {
+        const why = err instanceof TargetRefused ? err.message : `its URL is not valid (${raw.url})`;
+        throw new HookFailure("mcp_server_refused", `MCP server ${label} is refused: ${why}`);
+      }
+      servers[label] = { ...raw, url: url.href };
+    }
+    return { ...options, config: { ...config, mcp_servers: servers } };
   }
 
   /** The options with the environment's variables and the vaults' credentials added (a copy). */

@@ -1,8 +1,12 @@
 /**
- * Refreshing an OAuth access token (RFC 6749 §6) with plain fetch: `grant_type=refresh_token` to the credential's
- * token endpoint, the client authenticated as configured (none: client_id in the body; client_secret_basic: HTTP
- * Basic; client_secret_post: id and secret in the body), `resource` (RFC 8707) and `scope` when configured.
+ * Refreshing an OAuth access token (RFC 6749 §6): `grant_type=refresh_token` to the credential's token endpoint,
+ * the client authenticated as configured (none: client_id in the body; client_secret_basic: HTTP Basic;
+ * client_secret_post: id and secret in the body), `resource` (RFC 8707) and `scope` when configured. The request
+ * goes through the outbound guard's fetch (net/outbound-guard.ts: a public address checked when connecting, no
+ * redirects), the only one the service uses.
  */
+import type { GuardedRequest, GuardedResponse } from "../../net/outbound-guard.js";
+
 export interface RefreshRequest {
   token_endpoint: string;
   client_id: string;
@@ -23,12 +27,15 @@ export interface RefreshedToken {
 
 export class OAuthRefreshError extends Error {}
 
+/** How the request is sent: the outbound guard's fetch (or a stand-in in tests). */
+export type RefreshFetch = (url: string, init: GuardedRequest) => Promise<GuardedResponse>;
+
 const form = (v: string) => encodeURIComponent(v).replace(/%20/g, "+");
 
 export async function refreshAccessToken(
   r: RefreshRequest,
   now: number,
-  fetchFn: typeof fetch = fetch,
+  fetchFn: RefreshFetch,
 ): Promise<RefreshedToken> {
   const body = new URLSearchParams({ grant_type: "refresh_token", refresh_token: r.refresh_token });
   const headers: Record<string, string> = {
@@ -43,17 +50,19 @@ export async function refreshAccessToken(
   }
   if (r.resource) body.set("resource", r.resource);
   if (r.scope) body.set("scope", r.scope);
-  let res: Response;
+  let res: GuardedResponse;
   try {
     res = await fetchFn(r.token_endpoint, {
       method: "POST",
       headers,
       body: body.toString(),
-      redirect: "error",
       signal: AbortSignal.timeout(10_000),
     });
   } catch (err) {
-    throw new OAuthRefreshError(`the token endpoint could not be reached: ${(err as Error).message}`);
+    // (fetch says "fetch failed"; why is in its cause: a refused address, a refused connection, a redirect…)
+    const cause = (err as Error).cause;
+    const why = cause instanceof Error ? cause.message : (err as Error).message;
+    throw new OAuthRefreshError(`the token endpoint could not be reached: ${why}`);
   }
   const text = await res.text();
   let json: Record<string, unknown> = {};

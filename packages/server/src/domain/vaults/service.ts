@@ -7,10 +7,11 @@
  * A session's vaults (`vault_ids`) select credentials; an MCP server of the session gets the one credential whose
  * server URL is its own (normalised), as `Authorization: Bearer <token>`, on every start and resume of its engine
  * thread; an `mcp_oauth` token that expires within two minutes is refreshed first (its refresh token, at its token
- * endpoint).
+ * endpoint, which must be a public address unless the operator allows private targets: net/outbound-guard.ts).
  */
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
+import { type OutboundGuard, TargetRefused } from "../../net/outbound-guard.js";
 import type {
   CredentialAuthType,
   SealedKind,
@@ -146,7 +147,8 @@ export class VaultService {
       keyring: Keyring;
       logger: Logger;
       allowEnvCredentials: boolean;
-      fetch?: typeof fetch;
+      /** Where token endpoints may be (the service POSTs to them itself). */
+      outbound: OutboundGuard;
     },
   ) {}
 
@@ -212,6 +214,7 @@ export class VaultService {
     await this.get(scope, vaultId);
     const id = newObjectId("cred_");
     const { auth, secret, server_url } = this.parseAuth(f.auth, "auth");
+    await this.checkTokenEndpoint(auth, "auth.refresh.token_endpoint");
     const now = this.deps.clock.now();
     const c: VaultCredentialRecord = {
       id,
@@ -350,7 +353,7 @@ export class VaultService {
           scope: typeof refresh.scope === "string" ? refresh.scope : null,
         },
         clock.now(),
-        this.deps.fetch ?? fetch,
+        (url, init) => this.deps.outbound.fetch(url, init),
       );
       const next: CredentialSecret = {
         ...secret,
@@ -406,6 +409,21 @@ export class VaultService {
   }
 
   // parsing ---------------------------------------------------------------------------------------------------
+
+  /**
+   * An OAuth credential's token endpoint must be somewhere the service may connect (as written and resolved now;
+   * each refresh checks the address it connects to again). It cannot change afterwards.
+   */
+  private async checkTokenEndpoint(auth: VaultCredentialRecord["auth"], where: string): Promise<void> {
+    const refresh = auth.refresh as Record<string, unknown> | null | undefined;
+    if (auth.type !== "mcp_oauth" || !refresh || typeof refresh.token_endpoint !== "string") return;
+    try {
+      await this.deps.outbound.checkResolved(new URL(refresh.token_endpoint));
+    } catch (err) {
+      if (err instanceof TargetRefused) throw badRequest(`'${where}': ${err.message}`, where);
+      throw err;
+    }
+  }
 
   private seal(id: string, secret: CredentialSecret): string {
     return this.deps.keyring.seal(JSON.stringify(secret), sealedContext("vault_credential", id));

@@ -11,8 +11,7 @@ import type { Store, WebhookDeliveryPatch, WebhookDeliveryRecord } from "../../s
 import type { Clock } from "../../util/clock.js";
 import { Poller } from "../../util/poller.js";
 import { eventBody, type Sealer, signingSecrets, signingTimestamp } from "./events.js";
-import type { TargetPolicy } from "./guard.js";
-import { postWebhook, type SendResult } from "./sender.js";
+import { postWebhook, type SendResult, type WebhookTargets } from "./sender.js";
 import { signedHeaders } from "./signing.js";
 
 /** Deliveries claimed (and sent in parallel) at once. */
@@ -35,7 +34,7 @@ export interface WebhookDelivererDeps {
   clock: Clock;
   logger: Logger;
   secrets: Sealer;
-  policy: TargetPolicy;
+  targets: WebhookTargets;
   instanceId: string;
   pollMs: number;
   /** How long after its event a delivery is retried. */
@@ -97,7 +96,7 @@ export class WebhookDeliverer {
         body,
       );
       result = await postWebhook(endpoint.url, body, headers, {
-        policy: this.deps.policy,
+        ...this.deps.targets,
         signal: this.abort.signal,
       });
     } catch (err) {

@@ -1,11 +1,11 @@
 /**
- * One webhook POST: to a target the guard allows (checked on the address it connects to), a fresh connection each
- * time (so every attempt resolves and checks the name again), a 10 s limit for the whole exchange, redirects never
- * followed (a 3xx is a failed attempt), and only a little of the answer read.
+ * One webhook POST: to a target the outbound guard allows (net/outbound-guard.ts: checked on the address it connects
+ * to), a fresh connection each time (so every attempt resolves and checks the name again), a 10 s limit for the
+ * whole exchange, redirects never followed (a 3xx is a failed attempt), and only a little of the answer read.
  */
 import http from "node:http";
 import https from "node:https";
-import { checkTargetUrl, guardedLookup, type Resolve, type TargetPolicy } from "./guard.js";
+import { type OutboundGuard, TargetRefused } from "../../net/outbound-guard.js";
 
 export const SEND_TIMEOUT_MS = 10_000;
 /** Bytes of the answer read (the rest is dropped): a receiver's body is not needed. */
@@ -19,13 +19,37 @@ export interface SendResult {
   duration_ms: number;
 }
 
-export interface SendOptions {
-  policy: TargetPolicy;
+/** Where webhooks may go: what the outbound guard allows, over https (or http when the operator allows it). */
+export interface WebhookTargets {
+  guard: OutboundGuard;
+  /** `--webhook-allow-http`. */
+  allowHttp: boolean;
+}
+
+export interface SendOptions extends WebhookTargets {
   timeoutMs?: number;
   /** Aborts the request (service shutdown). */
   signal?: AbortSignal;
-  /** How names are resolved (default: the system resolver). */
-  resolve?: Resolve;
+}
+
+/** Checks a webhook URL as written (scheme, credentials, an address literal or a loopback name); throws TargetRefused. */
+export function checkWebhookUrl(raw: string, targets: WebhookTargets): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new TargetRefused(`"${raw}" is not a valid URL`);
+  }
+  if (url.protocol !== "https:" && !(url.protocol === "http:" && targets.allowHttp)) {
+    throw new TargetRefused(
+      targets.allowHttp
+        ? "Webhook URLs must be http:// or https://"
+        : "Webhook URLs must be https:// (plain http:// needs --webhook-allow-http on the server)",
+    );
+  }
+  if (url.username || url.password) throw new TargetRefused("Webhook URLs must not contain credentials");
+  targets.guard.checkHost(url);
+  return url;
 }
 
 export function postWebhook(
@@ -39,7 +63,7 @@ export function postWebhook(
   return new Promise((resolve) => {
     let url: URL;
     try {
-      url = checkTargetUrl(target, opts.policy);
+      url = checkWebhookUrl(target, opts);
     } catch (err) {
       resolve({ status_code: null, error: (err as Error).message, duration_ms: took() });
       return;
@@ -62,7 +86,7 @@ export function postWebhook(
       },
       // No pooled connections: each attempt connects anew, through the guard.
       agent: false,
-      lookup: guardedLookup(opts.policy, opts.resolve) as unknown as http.RequestOptions["lookup"],
+      lookup: opts.guard.lookup,
       ...(opts.signal ? { signal: opts.signal } : {}),
     });
     const timeoutMs = opts.timeoutMs ?? SEND_TIMEOUT_MS;

@@ -4,6 +4,7 @@
  * and kept sealed; a rotation may keep the old secret signing for 24 hours beside the new one.
  */
 import { randomBytes } from "node:crypto";
+import { TargetRefused } from "../../net/outbound-guard.js";
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from "../../store/outbox.js";
 import type {
   ListOptions,
@@ -18,8 +19,7 @@ import type { Clock } from "../../util/clock.js";
 import { badRequest, notFound, unprocessable } from "../errors.js";
 import type { Scope } from "../scope.js";
 import { eventBody, type Sealer, secretContext, signingSecrets, signingTimestamp } from "./events.js";
-import { checkTargetUrl, type TargetPolicy, TargetRefused } from "./guard.js";
-import { postWebhook } from "./sender.js";
+import { checkWebhookUrl, postWebhook, type WebhookTargets } from "./sender.js";
 import { newSigningSecret, secretHint, signedHeaders } from "./signing.js";
 
 /** How long a rotated-out secret keeps signing when asked to. */
@@ -37,7 +37,7 @@ export interface WebhookDeps {
   store: Store;
   clock: Clock;
   secrets: Sealer;
-  policy: TargetPolicy;
+  targets: WebhookTargets;
 }
 
 export class WebhookService {
@@ -48,6 +48,9 @@ export class WebhookService {
     scope: Scope,
     f: EndpointFields,
   ): Promise<{ endpoint: WebhookEndpointRecord; signingSecret: string }> {
+    const name = checkName(f.name);
+    const eventTypes = checkEventTypes(f.event_types);
+    const url = await this.checkUrl(f.url);
     const now = this.deps.clock.now();
     const id = newEndpointId();
     const signingSecret = newSigningSecret();
@@ -56,9 +59,9 @@ export class WebhookService {
       project_id: scope.projectId,
       created_at: now,
       updated_at: now,
-      name: checkName(f.name),
-      url: this.checkUrl(f.url),
-      event_types: checkEventTypes(f.event_types),
+      name,
+      url,
+      event_types: eventTypes,
       secret: this.deps.secrets.seal(signingSecret, secretContext(id)),
       secret_hint: secretHint(signingSecret),
       old_secret: null,
@@ -86,7 +89,7 @@ export class WebhookService {
     const e = await this.get(scope, id);
     const patch: WebhookEndpointPatch = {};
     if (f.name !== undefined && f.name !== e.name) patch.name = checkName(f.name);
-    if (f.url !== undefined && f.url !== e.url) patch.url = this.checkUrl(f.url);
+    if (f.url !== undefined && f.url !== e.url) patch.url = await this.checkUrl(f.url);
     if (f.event_types !== undefined) {
       const types = checkEventTypes(f.event_types);
       if (types.join(" ") !== e.event_types.join(" ")) patch.event_types = types;
@@ -146,7 +149,7 @@ export class WebhookService {
       signingTimestamp(),
       body,
     );
-    const result = await postWebhook(e.url, body, headers, { policy: this.deps.policy });
+    const result = await postWebhook(e.url, body, headers, this.deps.targets);
     if (result.status_code === null) {
       throw unprocessable(`The test event could not be delivered: ${result.error ?? "no answer"}`, "url");
     }
@@ -164,11 +167,13 @@ export class WebhookService {
     return this.deps.store.listWebhookDeliveries(id, { ...rest, ...(status ? { status } : {}) });
   }
 
-  private checkUrl(url: string): string {
+  /** A URL webhooks may go to: as written, and every address its name resolves to now (each delivery checks again). */
+  private async checkUrl(url: string): Promise<string> {
+    const { targets } = this.deps;
     try {
-      checkTargetUrl(url, this.deps.policy);
+      await targets.guard.checkResolved(checkWebhookUrl(url, targets));
     } catch (err) {
-      if (err instanceof TargetRefused) throw badRequest(err.message, "url");
+      if (err instanceof TargetRefused) throw badRequest(`'url': ${err.message}`, "url");
       throw err;
     }
     return url;

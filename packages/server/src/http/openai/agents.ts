@@ -74,7 +74,11 @@ export function agentRoutes(app: App, core: Core): void {
         model: b.model,
         name: b.name ?? null,
         instructions: b.instructions ?? null,
-        tools: parseTools(b.tools ?? [], { strict: true, allowStdio: core.config.allowMcpStdio }),
+        tools: await parseTools(b.tools ?? [], {
+          strict: true,
+          allowStdio: core.config.allowMcpStdio,
+          targets: core.outbound,
+        }),
         metadata: b.metadata ?? {},
         settings: settingsPatch(b),
       }),
@@ -95,7 +99,13 @@ export function agentRoutes(app: App, core: Core): void {
         ...(b.name !== undefined ? { name: b.name } : {}),
         ...(b.instructions !== undefined ? { instructions: b.instructions } : {}),
         ...(b.tools !== undefined
-          ? { tools: parseTools(b.tools ?? [], { strict: true, allowStdio: core.config.allowMcpStdio }) }
+          ? {
+              tools: await parseTools(b.tools ?? [], {
+                strict: true,
+                allowStdio: core.config.allowMcpStdio,
+                targets: core.outbound,
+              }),
+            }
           : {}),
         ...(b.metadata !== undefined ? { metadata: b.metadata ?? {} } : {}),
         settings: settingsPatch(b),

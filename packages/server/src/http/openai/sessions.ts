@@ -157,9 +157,10 @@ export function sessionRoutes(app: App, core: Core): void {
       ...(a.instructions !== undefined ? { instructions: a.instructions } : {}),
       ...(a.tools
         ? {
-            tools: parseTools(a.tools, {
+            tools: await parseTools(a.tools, {
               strict: true,
               allowStdio: core.config.allowMcpStdio,
+              targets: core.outbound,
               where: "agent.tools",
             }),
           }
@@ -229,9 +230,10 @@ export function sessionRoutes(app: App, core: Core): void {
           ...(a.instructions !== undefined ? { instructions: a.instructions } : {}),
           ...(a.tools !== undefined
             ? {
-                tools: parseTools(a.tools ?? [], {
+                tools: await parseTools(a.tools ?? [], {
                   strict: true,
                   allowStdio: core.config.allowMcpStdio,
+                  targets: core.outbound,
                   where: "agent.tools",
                 }),
               }

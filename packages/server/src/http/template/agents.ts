@@ -32,7 +32,11 @@ export function agentRoutes(app: App, core: Core): void {
         name: b.name ?? null,
         ...(b.model !== undefined ? { model: b.model } : {}),
         instructions: b.instructions ?? null,
-        tools: parseTools(b.tools ?? [], { strict: false, allowStdio: core.config.allowMcpStdio }),
+        tools: await parseTools(b.tools ?? [], {
+          strict: false,
+          allowStdio: core.config.allowMcpStdio,
+          targets: core.outbound,
+        }),
         metadata: b.metadata ?? {},
         ...approvalSetting(b),
       }),
@@ -53,7 +57,13 @@ export function agentRoutes(app: App, core: Core): void {
         ...(b.model !== undefined ? { model: b.model } : {}),
         ...(b.instructions !== undefined ? { instructions: b.instructions } : {}),
         ...(b.tools !== undefined
-          ? { tools: parseTools(b.tools ?? [], { strict: false, allowStdio: core.config.allowMcpStdio }) }
+          ? {
+              tools: await parseTools(b.tools ?? [], {
+                strict: false,
+                allowStdio: core.config.allowMcpStdio,
+                targets: core.outbound,
+              }),
+            }
           : {}),
         ...(b.metadata !== undefined ? { metadata: b.metadata ?? {} } : {}),
         ...approvalSetting(b),

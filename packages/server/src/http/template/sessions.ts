@@ -162,9 +162,10 @@ export function sessionRoutes(app: App, core: Core): void {
         ...(b.agent.instructions !== undefined ? { instructions: b.agent.instructions } : {}),
         ...(b.agent.tools
           ? {
-              tools: parseTools(b.agent.tools, {
+              tools: await parseTools(b.agent.tools, {
                 strict: false,
                 allowStdio: core.config.allowMcpStdio,
+                targets: core.outbound,
                 where: "agent.tools",
               }),
             }
