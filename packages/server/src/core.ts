@@ -16,6 +16,8 @@ import { SessionEngines } from "./domain/environments/engines.js";
 import { Provisioner } from "./domain/environments/provision.js";
 import { SecretRedactor } from "./domain/environments/redaction.js";
 import { EnvironmentService } from "./domain/environments/service.js";
+import { FileService } from "./domain/files/service.js";
+import { FileStorage } from "./domain/files/storage.js";
 import { GoalBook } from "./domain/goals/book.js";
 import { GoalService } from "./domain/goals/service.js";
 import { KeyService } from "./domain/keys.js";
@@ -78,6 +80,8 @@ export interface Core {
   environments: EnvironmentService;
   /** Vaults and their credentials (MCP servers' authorization, environment variables). */
   vaults: VaultService;
+  /** Uploaded files (the official Files API), per project. */
+  files: FileService;
 }
 
 export function createCore(config: Config, infra: Infrastructure): Core {
@@ -90,6 +94,7 @@ export function createCore(config: Config, infra: Infrastructure): Core {
   const hub = new EventHub(redactor.wrap(store), { now: () => clock.now() });
   // One key ring for every secret at rest (vault credentials, environment values, webhook signing secrets).
   const keyring = secretKeyring(config, logger);
+  const files = new FileService({ store, clock, logger, storage: new FileStorage(config.files.dir) });
   const { environments, vaults, engines } = environmentsAndVaults(config, {
     ...infra,
     clock,
@@ -97,6 +102,7 @@ export function createCore(config: Config, infra: Infrastructure): Core {
     hub,
     redactor,
     keyring,
+    files,
   });
   const runner = new TurnRunner({ store, hub, engines, config, clock, logger, cluster, rollouts });
   engines.stopWaitsOn(runner);
@@ -170,6 +176,7 @@ export function createCore(config: Config, infra: Infrastructure): Core {
     checkpoints,
     environments,
     vaults,
+    files,
   };
 }
 
@@ -311,9 +318,10 @@ function environmentsAndVaults(
     hub: EventHub;
     redactor: SecretRedactor;
     keyring: LazySecretKeyring;
+    files: FileService;
   },
 ) {
-  const { store, clock, logger, cluster, hub, redactor } = deps;
+  const { store, clock, logger, cluster, hub, redactor, files } = deps;
   const keyring = deps.keyring;
   const vaults = new VaultService({
     store,
@@ -332,6 +340,7 @@ function environmentsAndVaults(
     keyring,
     vaults,
     provisioner,
+    files,
     instanceId: cluster.instanceId,
   });
   const engines = new SessionEngines(deps.engines, {
