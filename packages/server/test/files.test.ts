@@ -3,13 +3,28 @@
 // waitForProcessing, expiry, projects; and `file_id` references where the official API takes them: environment
 // files (`environments.files.upload()` / `prepare()`), inline environments, templates.
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { connect } from "node:net";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Readable } from "node:stream";
 import OpenAI, { BadRequestError, NotFoundError, toFile, UnprocessableEntityError } from "openai";
+import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "../src/config.js";
+import { Provisioner } from "../src/domain/environments/provision.js";
+import { NO_NETWORK } from "../src/domain/environments/spec.js";
+import { FileStorage } from "../src/domain/files/storage.js";
 import { TestClock } from "./clock.js";
-import { type ServerFixture, startServer, waitFor } from "./fixture.js";
+import { cleanup, type ServerFixture, startServer, stubEngines, waitFor } from "./fixture.js";
 import { expectApiError, rejection, sdk } from "./openai-helpers.js";
 
 const sha = (b: Buffer | string) => createHash("sha256").update(b).digest("hex");
@@ -588,5 +603,88 @@ describe("projects and expiry", () => {
     } finally {
       await f.close();
     }
+  });
+});
+
+describe("storage and configuration", () => {
+  it("temporary files a crash left are swept once no upload has written to them for an hour", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "cas-files-"));
+    try {
+      const storage = new FileStorage(dir);
+      const stale = await storage.receive(Readable.from([Buffer.from("left by a crash")]));
+      const fresh = await storage.receive(Readable.from([Buffer.from("being written")]));
+      expect(stale.sha256).toBe(sha("left by a crash"));
+      const old = (Date.now() - 2 * 3600_000) / 1000;
+      utimesSync(stale.tmp, old, old);
+      expect(await storage.sweepIncoming(Date.now())).toBe(1);
+      expect(existsSync(stale.tmp)).toBe(false);
+      expect(existsSync(fresh.tmp)).toBe(true);
+    } finally {
+      cleanup(dir);
+    }
+  });
+
+  it("an environment whose upload was deleted before it was copied fails with file_not_found", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "cas-files-"));
+    try {
+      const config = loadConfig(["--data-dir", dir], {}, dir);
+      const provisioner = new Provisioner({
+        engines: stubEngines(),
+        settings: config.environments,
+        logger: pino({ level: "silent" }),
+      });
+      writeFileSync(join(dir, "present"), "here");
+      const job = (content: string) => ({
+        id: "env_1",
+        directory: join(dir, "env"),
+        spec: {
+          env: {},
+          files: [
+            {
+              path: "/workspace/a.txt",
+              rel: "a.txt",
+              source: {
+                type: "file_id" as const,
+                file_id: "file-1",
+                param: null,
+                resolved: { bytes: 4, content },
+              },
+            },
+          ],
+          network: NO_NETWORK,
+          packages: { npm: [], python: [], system: [] },
+          setup_commands: [],
+          environment_template_id: null,
+        },
+        extraEnv: {},
+        redact: (t: string) => t,
+        logFile: join(dir, "setup.log"),
+      });
+      expect(await provisioner.run(job(join(dir, "present")))).toEqual({ ok: true });
+      expect(readFileSync(join(dir, "env", "a.txt"), "utf8")).toBe("here");
+      const failed = await provisioner.run(job(join(dir, "gone")));
+      expect(failed).toMatchObject({ ok: false, error: { code: "file_not_found" } });
+      expect(JSON.stringify(failed)).toContain("file-1");
+    } finally {
+      cleanup(dir);
+    }
+  });
+
+  it("--file-dir and the workspace root may not hold one another; --file-size-limit is a positive integer", () => {
+    const base = ["--data-dir", "/srv/data"];
+    expect(loadConfig(base, {}, "/").files).toEqual({ dir: "/srv/data/files", maxBytes: 512 * 1024 * 1024 });
+    expect(
+      loadConfig([...base, "--file-dir", "/shared/files", "--file-size-limit", "1024"], {}, "/").files,
+    ).toEqual({ dir: "/shared/files", maxBytes: 1024 });
+    expect(loadConfig(base, { AGENT_FILE_DIR: "/x/f", AGENT_FILE_SIZE_LIMIT: "10" }, "/").files).toEqual({
+      dir: "/x/f",
+      maxBytes: 10,
+    });
+    expect(() => loadConfig([...base, "--file-dir", "/srv/data/workspace/files"], {}, "/")).toThrow(
+      ConfigError,
+    );
+    expect(() => loadConfig([...base, "--workspace", "/srv/data/files/ws"], {}, "/")).toThrow(ConfigError);
+    expect(() => loadConfig([...base, "--file-size-limit", "0"], {}, "/")).toThrow(ConfigError);
+    expect(() => loadConfig([...base, "--file-size-limit", "1e3x"], {}, "/")).toThrow(ConfigError);
   });
 });

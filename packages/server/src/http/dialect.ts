@@ -13,7 +13,7 @@ declare module "fastify" {
   }
 }
 
-/** A request (or, when routes are matched, a raw one without route options). */
+/** A request; or a raw one (no route options yet) when the router asks for its dialect. */
 type RequestLike = Pick<FastifyRequest, "headers"> & { routeOptions?: { config?: { dialect?: Dialect } } };
 
 export function dialectOf(req: RequestLike): Dialect {
