@@ -16,7 +16,13 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
-import OpenAI, { BadRequestError, NotFoundError, toFile, UnprocessableEntityError } from "openai";
+import OpenAI, {
+  type APIError,
+  BadRequestError,
+  NotFoundError,
+  toFile,
+  UnprocessableEntityError,
+} from "openai";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../src/config.js";
@@ -306,14 +312,14 @@ describe("the Files API through the official SDK", () => {
       10_000,
       "the first half of the upload on disk",
     );
-    expect(statSync(tmp).size).toBeLessThan(file.length);
+    expect(statSync(tmp!).size).toBeLessThan(file.length);
     up.socket.write(head.subarray(half));
     up.socket.write(tail);
-    const answer = await waitFor(
+    const answer = (await waitFor(
       () => (/\r\n\r\n\{.*\}$/s.test(up.response()) ? up.response() : null),
       10_000,
       "the upload's answer",
-    );
+    ))!;
     up.socket.destroy();
     expect(answer).toMatch(/^HTTP\/1\.1 200/);
     const created = JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4)) as { id: string; bytes: number };
@@ -352,7 +358,7 @@ describe("the Files API through the official SDK", () => {
         { headers: { "Idempotency-Key": "upload-1" } },
       ),
     );
-    expect((other as OpenAI.APIError).status).toBe(409);
+    expect((other as APIError).status).toBe(409);
     expect((await all(client.files.list())).map((x) => x.id)).toEqual([first.data.id]);
     expect(incoming(f)).toEqual([]);
     await client.files.delete(first.data.id);
@@ -394,7 +400,7 @@ describe("file_id references (environments, templates)", () => {
     const env = await client.beta.agents.environments.create({
       environment: { type: "openai_hosted", files: prepared.files },
     });
-    const info = await ready(env.id);
+    const info = (await ready(env.id))!;
     expect(info.files).toEqual([
       {
         id: expect.any(String),
@@ -579,7 +585,7 @@ describe("projects and expiry", () => {
       );
       expect((await a.files.retrieve(mine.id)).id).toBe(mine.id);
       // Without a key: 401.
-      expect((await rejection(sdk(f, { apiKey: "wrong" }).files.list())) as OpenAI.APIError).toMatchObject({
+      expect((await rejection(sdk(f, { apiKey: "wrong" }).files.list())) as APIError).toMatchObject({
         status: 401,
       });
 
