@@ -229,6 +229,7 @@ describe("the Files API through the official SDK", () => {
       ],
       [`${part("upload", "a", "a.txt")}${part("purpose", "user_data")}--${boundary}--\r\n`, "'file'"],
       [`${part("file", "a", "a.txt")}--${boundary}--\r\n`, "purpose"],
+      [`${part("file", "no file name")}${part("purpose", "user_data")}--${boundary}--\r\n`, "a file part"],
       ["this is not multipart at all", "multipart"],
     ];
     for (const [body, says] of cases) {

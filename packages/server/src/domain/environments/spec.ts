@@ -3,8 +3,9 @@
  * bytes or Files API references, at `/workspace/…` paths), packages, setup commands, variables and the network
  * policy. What this server cannot honour is refused with a 4xx that says so (never accepted and ignored): skills,
  * plugins, capability directories, a desktop, domain-restricted networks (the engine's sandbox has no proxy that
- * would enforce them) and, unless the operator installed a program for them, system packages. Templates merge under the inline configuration by the documented rule: omitted fields inherit the
- * template, and the network cannot be broadened.
+ * would enforce them) and, unless the operator installed a program for them, system packages. Templates merge
+ * under the inline configuration by the documented rule: omitted fields inherit the template, and the network
+ * cannot be broadened.
  */
 import { z } from "zod";
 import type {

@@ -158,8 +158,12 @@ async function readUploadForm(req: FastifyRequest, storage: FileStorage, maxByte
       if (part.fieldnameTruncated || part.valueTruncated) {
         throw badRequest(`The field '${name.slice(0, 100)}' is too long`, name.slice(0, 100));
       }
-      if (!FIELDS.has(name))
+      if (name === "file") {
+        throw badRequest("'file' must be a file part (with filename=… in its Content-Disposition)", "file");
+      }
+      if (!FIELDS.has(name)) {
         throw badRequest(`Unknown parameter: '${name.slice(0, 100)}'`, name.slice(0, 100));
+      }
       if (fields.has(name)) throw badRequest(`The field '${name}' is given twice`, name);
       fields.set(name, typeof part.value === "string" ? part.value : JSON.stringify(part.value));
     }
