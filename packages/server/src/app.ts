@@ -28,8 +28,6 @@ const UNIMPLEMENTED = [
   "/v1/agents/environments/*",
   "/v1/agents/automations",
   "/v1/agents/automations/*",
-  "/v1/files",
-  "/v1/files/*",
   "/v1/vaults",
   "/v1/vaults/*",
   "/v1/agents/sessions/:session_id/subagents",

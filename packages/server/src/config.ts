@@ -1,5 +1,5 @@
 import { isIPv4 } from "node:net";
-import { isAbsolute, resolve } from "node:path";
+import { isAbsolute, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type { SandboxMode } from "@codex-agent-api/codex";
 import { DEFAULT_EXCLUDES, DEFAULT_MAX_FILE_BYTES } from "./checkpoints/types.js";
@@ -79,6 +79,15 @@ export interface Config {
   checkpoints: CheckpointSettings;
   /** Environments this server prepares (`openai_hosted`), self-hosted directories, vaults. */
   environments: EnvironmentSettings;
+  /** The Files API: where uploaded files' contents live, and how large one may be. */
+  files: FileSettings;
+}
+
+export interface FileSettings {
+  /** Where the contents live (`<dir>/<project>/<file id>`); shared by every instance of a cluster. */
+  dir: string;
+  /** The largest upload (bytes): 413 beyond. */
+  maxBytes: number;
 }
 
 export interface EnvironmentSettings {
@@ -222,6 +231,9 @@ Options (environment variable in brackets):
                              arguments (AGENT_ENVIRONMENT_SYSTEM_INSTALLER; default none: system packages refused)
   --allow-env-credentials    give environment_variable vault credentials to the agent's commands as variables
                              (AGENT_ALLOW_ENV_CREDENTIALS=1; default off: such credentials are refused)
+  --file-dir <dir>           where Files API uploads are kept (AGENT_FILE_DIR, default <data-dir>/files); instances
+                             sharing a database need it on shared storage, like the workspace
+  --file-size-limit <bytes>  largest Files API upload, 413 beyond (AGENT_FILE_SIZE_LIMIT, default 536870912: 512 MiB)
   --secret-keys-previous-file <file>
                              keys secrets were sealed with before the current one, one per line: they still open
                              and are re-sealed with the current key at start-up (AGENT_SECRET_KEYS_PREVIOUS_FILE;
@@ -330,6 +342,8 @@ export function loadConfig(
       "environment-system-installer": { type: "string" },
       "allow-env-credentials": { type: "boolean" },
       "secret-keys-previous-file": { type: "string" },
+      "file-dir": { type: "string" },
+      "file-size-limit": { type: "string" },
     },
     strict: true,
     allowPositionals: false,
@@ -450,6 +464,46 @@ export function loadConfig(
       env,
       abs(values.workspace ?? env.WORKSPACE ?? `${dataDir}/workspace`),
       abs,
+    ),
+    files: fileSettings(
+      values,
+      env,
+      dataDir,
+      abs(values.workspace ?? env.WORKSPACE ?? `${dataDir}/workspace`),
+      abs,
+    ),
+  };
+}
+
+/**
+ * The Files API's storage (flags win over the environment). Its directory and the workspace root may not hold one
+ * another: agents work in the workspace, and must not see any project's uploads.
+ */
+function fileSettings(
+  values: { "file-dir"?: string; "file-size-limit"?: string },
+  env: NodeJS.ProcessEnv,
+  dataDir: string,
+  workspaceRoot: string,
+  abs: (p: string) => string,
+): FileSettings {
+  const dir = abs(values["file-dir"] || env.AGENT_FILE_DIR || `${dataDir}/files`);
+  const within = (outer: string, inner: string) => {
+    const r = relative(outer, inner);
+    return r === "" || (!r.startsWith("..") && !isAbsolute(r));
+  };
+  if (within(workspaceRoot, dir) || within(dir, workspaceRoot)) {
+    throw new ConfigError(
+      `--file-dir (${dir}) and the workspace root (${workspaceRoot}) cannot hold one another: agents would see ` +
+        "uploaded files",
+    );
+  }
+  return {
+    dir,
+    maxBytes: int(
+      "--file-size-limit",
+      values["file-size-limit"] ?? env.AGENT_FILE_SIZE_LIMIT,
+      512 * 1024 * 1024,
+      1,
     ),
   };
 }

@@ -16,6 +16,8 @@ import { SessionEngines } from "./domain/environments/engines.js";
 import { Provisioner } from "./domain/environments/provision.js";
 import { SecretRedactor } from "./domain/environments/redaction.js";
 import { EnvironmentService } from "./domain/environments/service.js";
+import { FileService } from "./domain/files/service.js";
+import { FileStorage } from "./domain/files/storage.js";
 import { GoalBook } from "./domain/goals/book.js";
 import { GoalService } from "./domain/goals/service.js";
 import { KeyService } from "./domain/keys.js";
@@ -81,6 +83,8 @@ export interface Core {
   vaults: VaultService;
   /** Where the service and its engines may connect on a client's behalf (webhooks, MCP servers, token endpoints). */
   outbound: OutboundGuard;
+  /** Uploaded files (the official Files API), per project. */
+  files: FileService;
 }
 
 export function createCore(config: Config, infra: Infrastructure): Core {
@@ -94,6 +98,7 @@ export function createCore(config: Config, infra: Infrastructure): Core {
   // One key ring for every secret at rest (vault credentials, environment values, webhook signing secrets).
   const keyring = secretKeyring(config, logger);
   const outbound = new OutboundGuard({ allowPrivate: config.allowPrivateTargets });
+  const files = new FileService({ store, clock, logger, storage: new FileStorage(config.files.dir) });
   const { environments, vaults, engines } = environmentsAndVaults(config, {
     ...infra,
     clock,
@@ -102,6 +107,7 @@ export function createCore(config: Config, infra: Infrastructure): Core {
     redactor,
     keyring,
     outbound,
+    files,
   });
   const runner = new TurnRunner({ store, hub, engines, config, clock, logger, cluster, rollouts });
   engines.stopWaitsOn(runner);
@@ -177,6 +183,7 @@ export function createCore(config: Config, infra: Infrastructure): Core {
     environments,
     vaults,
     outbound,
+    files,
   };
 }
 
@@ -324,6 +331,10 @@ function environmentsAndVaults(
   },
 ) {
   const { store, clock, logger, cluster, hub, redactor, outbound } = deps;
+    files: FileService;
+  },
+) {
+  const { store, clock, logger, cluster, hub, redactor, files } = deps;
   const keyring = deps.keyring;
   const vaults = new VaultService({
     store,
@@ -343,6 +354,7 @@ function environmentsAndVaults(
     keyring,
     vaults,
     provisioner,
+    files,
     instanceId: cluster.instanceId,
   });
   const engines = new SessionEngines(deps.engines, {

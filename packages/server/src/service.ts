@@ -1,6 +1,6 @@
 /** The running service: opens the store, starts the engines (and the mock model if asked), recovers, listens. */
 import { mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { MockResponsesServer, scriptedModel } from "@codex-agent-api/mock-model";
 import type { Logger } from "pino";
 import { buildApp } from "./app.js";
@@ -88,6 +88,13 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       ? await MockResponsesServer.start({ fallback: scriptedModel(), capture: opts.mockCapture ?? 0 })
       : null;
   const store = opts.store ?? (await openStore(config));
+  if (config.databaseUrl && !relative(config.dataDir, config.files.dir).startsWith("..")) {
+    logger.warn(
+      { dir: config.files.dir },
+      "uploaded files are kept under this instance's data directory: instances sharing a database need --file-dir " +
+        "on storage they all see",
+    );
+  }
   const home = prepareCodexHome(config, mock?.url ?? null);
   // Several instances may share a PostgreSQL database; the embedded one has this instance alone.
   const shared = await sharedParts(store, config, home.codexHome, logger);
@@ -121,10 +128,17 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   core.sessions.startExpiry();
   // Automations and webhooks, on every instance: fire due occurrences, deliver invocations and the webhook outbox.
   core.workers.start();
+  // Expired uploads (and what interrupted ones left) go now and every hour; until then they are already not found.
+  const purgeFiles = () =>
+    void core.files.purgeExpired().catch((err: unknown) => {
+      logger.warn({ err: String(err) }, "purging expired files failed");
+    });
+  purgeFiles();
   const housekeeping = clock.every(HOUSEKEEPING_MS, () => {
     store.expireIdempotency(clock.now() - IDEMPOTENCY_TTL_SECONDS).catch((err: unknown) => {
       logger.warn({ err: String(err) }, "idempotency expiry failed");
     });
+    purgeFiles();
   });
   engines.warm().catch((err: unknown) => logger.error({ err: String(err) }, "engine failed to start"));
   let stopping: Promise<void> | null = null;

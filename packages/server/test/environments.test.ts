@@ -424,13 +424,14 @@ describe("what this server does not do is refused, never ignored", () => {
     return e;
   };
 
-  it("Files API references, system packages, skills, plugins, a desktop, paths outside /workspace", async () => {
+  it("system packages, skills, plugins, a desktop, paths outside /workspace, unknown uploads", async () => {
+    // Files API references are taken (files.test.ts): one that names no upload of the project is 404.
     const fileId = await refused(
-      { type: "openai_hosted", files: [{ type: "file_id", file_id: "file_1", path: "/workspace/a" }] },
-      422,
-      "unsupported_file_reference",
+      { type: "openai_hosted", files: [{ type: "file_id", file_id: "file-1", path: "/workspace/a" }] },
+      404,
+      "not_found",
     );
-    expect(fileId.message).toMatch(/inline/);
+    expect(fileId.message).toMatch(/file-1/);
     const system = await refused(
       { type: "openai_hosted", packages: { system: ["jq"] } },
       422,
@@ -548,8 +549,8 @@ describe("environments made ahead, and their files", () => {
           path: "/workspace/x",
         }),
       ),
-      UnprocessableEntityError,
-      422,
+      NotFoundError,
+      404,
     );
     expectApiError(
       await rejection(

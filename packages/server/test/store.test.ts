@@ -166,6 +166,7 @@ describe("SqliteStore file persistence", () => {
       "environment_templates",
       "environments",
       "events",
+      "files",
       "goals",
       "idempotency",
       "items",

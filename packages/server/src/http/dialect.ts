@@ -3,7 +3,22 @@ import type { FastifyRequest } from "fastify";
 /** Which wire format a request speaks: the official SDKs always send `OpenAI-Beta: agents=v1`. */
 export type Dialect = "openai" | "template";
 
-export function dialectOf(req: Pick<FastifyRequest, "headers">): Dialect {
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /**
+     * The dialect a route always answers in, whatever the request's header: the official Files API, whose SDK
+     * methods send no `OpenAI-Beta` header.
+     */
+    dialect?: Dialect;
+  }
+}
+
+/** A request; or a raw one (no route options yet) when the router asks for its dialect. */
+type RequestLike = Pick<FastifyRequest, "headers"> & { routeOptions?: { config?: { dialect?: Dialect } } };
+
+export function dialectOf(req: RequestLike): Dialect {
+  const fixed = req.routeOptions?.config?.dialect;
+  if (fixed) return fixed;
   const beta = req.headers["openai-beta"];
   const values = Array.isArray(beta) ? beta : beta ? [beta] : [];
   return values.some((v) => /(^|[,\s])agents=v1\b/.test(v)) ? "openai" : "template";

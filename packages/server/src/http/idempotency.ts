@@ -41,6 +41,7 @@ const mismatch = (key: string) =>
     "idempotency_key_reused",
   );
 
+/** `fingerprint`: what identifies the request (default its JSON body; an upload gives its contents' hash). */
 export async function idempotent(
   store: Store,
   clock: Clock,
@@ -48,6 +49,7 @@ export async function idempotent(
   req: FastifyRequest,
   reply: FastifyReply,
   apply: () => Promise<Answer>,
+  fingerprint: unknown = req.body ?? null,
 ): Promise<unknown> {
   const header = req.headers["idempotency-key"];
   const key = typeof header === "string" && header.length > 0 ? header : null;
@@ -55,9 +57,7 @@ export async function idempotent(
     const r = await apply();
     return reply.code(r.status).send(r.body);
   }
-  const hash = createHash("sha256")
-    .update(canonical(req.body ?? null))
-    .digest("hex");
+  const hash = createHash("sha256").update(canonical(fingerprint)).digest("hex");
   let running = inFlight.get(store);
   if (!running) {
     running = new Map();

@@ -6,12 +6,22 @@
  * - Origin: a request that carries an `Origin` must come from an allowed origin (the service's own, or one given
  *   with `--cors-origin`); anything else is 403. Preflights are answered for allowed origins only.
  * - Content type: a body must be JSON (`application/json`, `application/*+json`). Forms and text/plain bodies are
- *   what a web page can send cross-site without a preflight; they are refused with 415.
+ *   what a web page can send cross-site without a preflight; they are refused with 415. The one exception is the
+ *   route marked `multipartUpload` (the Files API's `POST /v1/files`), which takes `multipart/form-data` and only
+ *   that, and only with a credential header (`Authorization` or `X-Access-Token`): a header no cross-site form can
+ *   send, so even a browser that left out `Origin` could not upload through a user's loopback service.
  *
  * Requests without `Origin` (curl, the SDKs, other services) are not affected by the origin rule.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError, forbidden } from "../domain/errors.js";
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** This route takes `multipart/form-data` (and only that): the Files API's upload. */
+    multipartUpload?: boolean;
+  }
+}
 
 export interface TrustOptions {
   /** Host names (no port) accepted in the Host header; empty = any (non-loopback binds without a list). */
@@ -54,6 +64,26 @@ export function hostName(hostHeader: string): string {
   }
   const colon = h.lastIndexOf(":");
   return colon < 0 ? h : h.slice(0, colon);
+}
+
+export const notMultipart = (type: string) =>
+  new ApiError(
+    "unsupported_media_type",
+    `Unsupported Content-Type "${type}": upload the file as multipart/form-data (fields 'file' and 'purpose')`,
+    "UnsupportedMediaTypeError",
+    null,
+    "unsupported_media_type",
+  );
+
+/** The upload route: a multipart body, from a client that sends a credential header (never a cross-site form). */
+function checkMultipartUpload(req: FastifyRequest, type: string | null): void {
+  if (type === null || type.toLowerCase() !== "multipart/form-data") throw notMultipart(type ?? "none");
+  if (req.headers.authorization === undefined && req.headers["x-access-token"] === undefined) {
+    throw forbidden(
+      "A multipart upload needs an Authorization (or X-Access-Token) header, even where none is checked: " +
+        "it tells a client from a cross-site form",
+    );
+  }
 }
 
 function mediaType(req: FastifyRequest): string | null {
@@ -121,6 +151,10 @@ export function installTrustBoundaries(app: FastifyInstance, opts: TrustOptions)
     }
     if (req.method === "GET" || req.method === "HEAD" || req.method === "OPTIONS") return;
     const type = mediaType(req);
+    if (req.routeOptions.config.multipartUpload === true) {
+      checkMultipartUpload(req, type);
+      return;
+    }
     if (type === null ? hasBody(req) : !JSON_TYPE.test(type)) throw unsupportedMediaType(type ?? "none");
   });
 }

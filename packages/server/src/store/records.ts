@@ -636,3 +636,24 @@ export interface VaultCredentialRecord {
 
 /** Where sealed values live (key rotation re-seals them): environments, templates, credentials. */
 export type SealedKind = "environment" | "environment_template" | "vault_credential";
+
+// Files (the official Files API): what was uploaded, per project; the contents are on disk (domain/files/storage.ts).
+
+/** The purposes a file may be uploaded for (the official `FilePurpose`). */
+export type FilePurpose = "assistants" | "batch" | "fine-tune" | "vision" | "user_data" | "evals";
+
+export interface FileRecord {
+  /** `file-…`. */
+  id: string;
+  project_id: string;
+  created_at: number;
+  /** The size of the contents. */
+  bytes: number;
+  /** The name the client gave the upload (never used as a path). */
+  filename: string;
+  purpose: FilePurpose;
+  /** When it expires (Unix seconds; null: never): an expired file is gone, its row and contents purged. */
+  expires_at: number | null;
+  /** SHA-256 of the contents (hex): checks what is read back, and identifies repeats of an upload. */
+  sha256: string;
+}

@@ -9,6 +9,8 @@ import type {
   EnvironmentRecord,
   EnvironmentTemplateRecord,
   EventRecord,
+  FilePurpose,
+  FileRecord,
   GoalRecord,
   GoalStatus,
   IdempotencyRecord,
@@ -101,6 +103,13 @@ export type VaultCredentialPatch = Partial<
 export interface VaultListOptions extends ListOptions {
   metadata?: Record<string, string>;
   status?: readonly VaultStatus[];
+}
+
+/** Files of a project; expired ones are left out when `unexpired_at` (now) is given. */
+export interface FileListOptions extends ListOptions {
+  project_id: string;
+  purpose?: FilePurpose;
+  unexpired_at?: number;
 }
 
 /** Every data operation. Inside `transaction()` the same operations run in that transaction. */
@@ -307,6 +316,14 @@ export interface Queries {
     owner: string,
     patch: WebhookDeliveryPatch,
   ): Promise<WebhookDeliveryRecord | undefined>;
+
+  // files (the Files API: their metadata; the contents are on disk)
+  insertFile(f: FileRecord): Promise<void>;
+  getFile(id: string): Promise<FileRecord | undefined>;
+  deleteFile(id: string): Promise<boolean>;
+  listFiles(opts: FileListOptions): Promise<Page<FileRecord>>;
+  /** Files whose expires_at <= `at`, soonest first, at most `limit` (the purge). */
+  listExpiredFiles(at: number, limit: number): Promise<FileRecord[]>;
 }
 
 export interface Store extends Queries {

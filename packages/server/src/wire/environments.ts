@@ -2,7 +2,7 @@
  * The official objects of environments, their templates, vaults and credentials: never a variable's value, a setup
  * command, a file's contents or a credential's secret (the records keep those sealed; nothing here opens them).
  */
-import type { Environment } from "openai/resources/beta/agents/agents";
+import type { Environment, HostedEnvironmentFile } from "openai/resources/beta/agents/agents";
 import type { EnvironmentInfo } from "openai/resources/beta/agents/environments/environments";
 import type { EnvironmentFile } from "openai/resources/beta/agents/environments/files";
 import type { EnvironmentTemplate } from "openai/resources/beta/agents/environments/templates";
@@ -10,6 +10,7 @@ import type { Credential } from "openai/resources/beta/agents/vaults/credentials
 import type { Vault } from "openai/resources/beta/agents/vaults/vaults";
 import type {
   EnvironmentConfig,
+  EnvironmentFileInfo,
   EnvironmentRecord,
   EnvironmentState,
   EnvironmentTemplateRecord,
@@ -19,18 +20,21 @@ import type {
 
 const secs = (t: number) => Math.floor(t);
 
+/** A file placed in an environment: inline bytes, or a copy of a Files API file (which it names). */
+function hostedFileObject(f: EnvironmentFileInfo): HostedEnvironmentFile {
+  if (f.type === "file_id" && f.file_id !== undefined) {
+    return { id: f.id, type: "file_id", file_id: f.file_id, path: f.path, size_bytes: f.size_bytes };
+  }
+  return { id: f.id, type: "inline", path: f.path, size_bytes: f.size_bytes };
+}
+
 /** A session's `environment` when this server prepares it (`openai_hosted`). */
 export function hostedEnvironmentObject(id: string, c: EnvironmentConfig): Environment {
   return {
     type: "openai_hosted",
     id,
     capability_directories: c.capability_directories,
-    files: c.files.map((f) => ({
-      id: f.id,
-      type: "inline" as const,
-      path: f.path,
-      size_bytes: f.size_bytes,
-    })),
+    files: c.files.map(hostedFileObject),
     network: { access: c.network.access, allowed_domains: c.network.allowed_domains },
     packages: { npm: c.packages.npm, python: c.packages.python, system: c.packages.system },
     plugins: [],
@@ -46,12 +50,7 @@ export function environmentInfoObject(e: EnvironmentRecord): EnvironmentInfo {
     object: "agent.environment",
     type: e.type,
     status: e.status,
-    files: e.config.files.map((f) => ({
-      id: f.id,
-      type: "inline" as const,
-      path: f.path,
-      size_bytes: f.size_bytes,
-    })),
+    files: e.config.files.map(hostedFileObject),
     plugins: [],
     skills: [],
   };

@@ -3,8 +3,18 @@
  * Check order follows the framework: path → content → confinement → base64 → size.
  */
 import { randomBytes } from "node:crypto";
-import { lstatSync, mkdirSync, realpathSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+  createWriteStream,
+  lstatSync,
+  mkdirSync,
+  realpathSync,
+  renameSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
+import type { FileHandle } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
+import { pipeline } from "node:stream/promises";
 import { badRequest, forbidden, payloadTooLarge } from "../domain/errors.js";
 import { clientPathError, isInside, realpathLoose, realRootOf } from "./paths.js";
 
@@ -62,7 +72,52 @@ export function writeUpload(
     throw badRequest("Missing or invalid 'content_base64'", "content_base64");
   }
   if (rawPath.includes("\0")) throw badRequest("Invalid 'path': contains a NUL byte", "path");
+  const real = confinedPath(root, rawPath);
 
+  const size = validateBase64(content);
+  if (size > maxBytes) throw payloadTooLarge(`File size ${size} exceeds limit ${maxBytes}`);
+  const data = Buffer.from(content, "base64");
+
+  const { realDir, target } = targetIn(root, real, rawPath);
+  const tmp = tmpIn(realDir);
+  try {
+    writeFileSync(tmp, data, { flag: "wx" });
+    renameSync(tmp, target);
+  } catch (err) {
+    removeTmp(tmp);
+    throw clientPathError(err, rawPath);
+  }
+  return { path: target, bytes: data.length };
+}
+
+/**
+ * Copies the contents of an open file (a Files API upload) to `rawPath` inside `root`, streamed (never held in
+ * memory), with the confinement and atomic replacement of {@link writeUpload}. The caller opened `source` (and
+ * closes it), so a source that went missing is its error to report, not a client's path problem.
+ */
+export async function copyUpload(root: string, rawPath: string, source: FileHandle): Promise<UploadResult> {
+  if (rawPath === "" || rawPath.includes("\0")) throw badRequest("Invalid 'path'", "path");
+  const real = confinedPath(root, rawPath);
+  const { realDir, target } = targetIn(root, real, rawPath);
+  const tmp = tmpIn(realDir);
+  let bytes = 0;
+  try {
+    const out = createWriteStream(tmp, { flags: "wx" });
+    const input = source.createReadStream({ start: 0, autoClose: false });
+    input.on("data", (chunk) => {
+      bytes += chunk.length;
+    });
+    await pipeline(input, out);
+    renameSync(tmp, target);
+  } catch (err) {
+    removeTmp(tmp);
+    throw clientPathError(err, rawPath);
+  }
+  return { path: target, bytes };
+}
+
+/** Where `rawPath` really leads (inside `root`, not the root itself), or a 4xx. */
+function confinedPath(root: string, rawPath: string): string {
   const realRoot = realRootOf(root);
   // No lexical check against realRoot: an absolute path may legitimately name the root through a symlink
   // (e.g. /tmp → /private/tmp); only the real location counts, and that is where the file is written.
@@ -75,18 +130,18 @@ export function writeUpload(
   }
   if (real === null || !isInside(realRoot, real)) throw forbidden(PATH_ESCAPES);
   if (real === realRoot) throw badRequest(`Path is a directory: ${rawPath}`, "path");
+  return real;
+}
 
-  const size = validateBase64(content);
-  if (size > maxBytes) throw payloadTooLarge(`File size ${size} exceeds limit ${maxBytes}`);
-  const data = Buffer.from(content, "base64");
-
+/** Makes the target's directory and checks it again (a component swapped for a symlink must not redirect). */
+function targetIn(root: string, real: string, rawPath: string): { realDir: string; target: string } {
+  const realRoot = realRootOf(root);
   const dir = dirname(real);
   try {
     mkdirSync(dir, { recursive: true });
   } catch (err) {
     throw clientPathError(err, rawPath);
   }
-  // Re-check after mkdir: a component swapped for a symlink in the meantime must not redirect the write.
   let realDir: string;
   try {
     realDir = realpathSync(dir);
@@ -102,18 +157,15 @@ export function writeUpload(
     throw clientPathError(err, rawPath);
   }
   if (existing?.isDirectory()) throw badRequest(`Path is a directory: ${rawPath}`, "path");
+  return { realDir, target };
+}
 
-  const tmp = join(realDir, `.upload-${process.pid}-${randomBytes(8).toString("hex")}.tmp`);
+const tmpIn = (dir: string) => join(dir, `.upload-${process.pid}-${randomBytes(8).toString("hex")}.tmp`);
+
+function removeTmp(tmp: string): void {
   try {
-    writeFileSync(tmp, data, { flag: "wx" });
-    renameSync(tmp, target);
-  } catch (err) {
-    try {
-      unlinkSync(tmp);
-    } catch {
-      // already renamed or never created
-    }
-    throw clientPathError(err, rawPath);
+    unlinkSync(tmp);
+  } catch {
+    // already renamed or never created
   }
-  return { path: target, bytes: data.length };
 }

@@ -57,12 +57,12 @@ def test_refused_environments(client: StrictOpenAI) -> None:
             environment={"type": "openai_hosted", "network": {"access": "restricted", "allowed_domains": ["x.org"]}},
         )
     assert restricted.value.code == "unsupported_network_policy"
-    with pytest.raises(openai.UnprocessableEntityError) as file_id:
+    with pytest.raises(openai.NotFoundError) as file_id:
         client.beta.agents.sessions.create(
             agent={"model": MODEL},
             environment={"type": "openai_hosted", "files": [{"type": "file_id", "file_id": "f", "path": "/workspace/f"}]},
         )
-    assert file_id.value.code == "unsupported_file_reference"
+    assert file_id.value.code == "not_found"
     with pytest.raises(openai.BadRequestError):
         client.beta.agents.sessions.create(
             agent={"model": MODEL},
@@ -87,7 +87,7 @@ def test_environment_files(client: StrictOpenAI) -> None:
     )
     wait_for(lambda: "seen-in" in outputs(client, s.id), "the second command")
     assert "in\nseen-in" in outputs(client, s.id)
-    with pytest.raises(openai.UnprocessableEntityError):
+    with pytest.raises(openai.NotFoundError):
         client.beta.agents.environments.files.create(env_id, type="file_id", file_id="file_1", path="/workspace/x")
     with pytest.raises(openai.NotFoundError):
         client.beta.agents.environments.retrieve("env_missing")

@@ -17,7 +17,8 @@ import { SETUP_PERMISSION_PROFILE } from "../../engine/codex-home.js";
 import type { Engines } from "../../engine/types.js";
 import type { EnvironmentError } from "../../store/types.js";
 import { writeUpload } from "../../workspace/upload.js";
-import type { EnvironmentSpec } from "./spec.js";
+import { ContentMissingError, copyContents } from "../files/storage.js";
+import type { EnvironmentSpec, FileSpec } from "./spec.js";
 
 /** Where an environment's packages go, inside its directory. */
 export const NPM_PREFIX = ".environment/npm";
@@ -39,6 +40,16 @@ export function packageLayout(
     env.VIRTUAL_ENV = join(directory, VENV);
   }
   return { env, path };
+}
+
+/** Writes one of the environment's files: inline bytes, or a copy of an uploaded file's contents. */
+async function placeFile(directory: string, f: FileSpec): Promise<void> {
+  if (f.source.type === "inline") {
+    writeUpload(directory, { path: f.rel, content_base64: f.source.data.toString("base64") });
+    return;
+  }
+  if (!f.source.resolved) throw new Error(`the uploaded file ${f.source.file_id} was not looked up`);
+  await copyContents(f.source.resolved.content, directory, f.rel);
 }
 
 export interface ProvisionJob {
@@ -116,9 +127,15 @@ export class Provisioner {
     const log = (text: string) => appendFileSync(job.logFile, job.redact(text), { mode: 0o600 });
     for (const [i, f] of spec.files.entries()) {
       try {
-        writeUpload(directory, { path: f.rel, content_base64: f.data.toString("base64") });
+        await placeFile(directory, f);
       } catch (err) {
         log(`== file ${i + 1}/${spec.files.length}: ${f.path}: ${String(err)}\n`);
+        if (err instanceof ContentMissingError && f.source.type === "file_id") {
+          return failure(
+            "file_not_found",
+            `file ${f.path}: the uploaded file ${f.source.file_id} was deleted before the environment was prepared`,
+          );
+        }
         return failure("file_write_failed", `file ${f.path} could not be written: ${(err as Error).message}`);
       }
     }

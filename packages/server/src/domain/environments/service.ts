@@ -7,6 +7,11 @@
  *
  * Write-only inputs — variable values, setup commands, inline file contents of templates — are sealed at rest with
  * the service's key ring; variable values are opened only to be given to the engine thread and to setup commands.
+ *
+ * Files API references (`{type: "file_id", file_id, path}`) are files of the caller's project (another project's,
+ * or a deleted one, is 404): an environment's are looked up when it is planned and their contents copied into its
+ * directory when it is prepared (a snapshot: deleting the file later changes nothing there); a template keeps the
+ * reference, checked when it is saved and looked up again for each session made from it.
  */
 import { rmSync, statSync } from "node:fs";
 import { basename, join, relative, resolve, sep } from "node:path";
@@ -30,6 +35,8 @@ import { type ArtifactInfo, listArtifacts } from "../../workspace/artifacts.js";
 import { encodeArtifactId, isInside, realpathLoose, resolveDetailed } from "../../workspace/paths.js";
 import { writeUpload } from "../../workspace/upload.js";
 import { ApiError, badRequest, conflict, notFound } from "../errors.js";
+import type { FileService } from "../files/service.js";
+import { ContentMissingError, copyContents } from "../files/storage.js";
 import type { Scope } from "../scope.js";
 import { type Keyring, newObjectId, sealedContext, type VaultService } from "../vaults/service.js";
 import { type Provisioner, type ProvisionResult, packageLayout } from "./provision.js";
@@ -37,6 +44,7 @@ import { redactValues } from "./redaction.js";
 import {
   checkEnforceable,
   type EnvironmentSpec,
+  type FileSpec,
   type HostedEnvironmentInput,
   merge,
   parsePartial,
@@ -83,6 +91,8 @@ export interface EnvironmentDeps {
   keyring: Keyring;
   vaults: VaultService;
   provisioner: Provisioner;
+  /** Files API uploads (what `file_id` references name). */
+  files: FileService;
   instanceId: string;
 }
 
@@ -129,6 +139,7 @@ export class EnvironmentService {
       template?.id ?? null,
       where,
     );
+    await this.resolveFiles(scope, spec.files, where, template?.id ?? null);
     checkEnforceable(
       spec,
       { systemInstaller: this.deps.config.environments.systemInstaller !== null },
@@ -455,14 +466,7 @@ export class EnvironmentService {
     body: { type: string; path: string; data?: string; file_id?: string },
   ): Promise<{ path: string; size_bytes: number }> {
     const env = await this.get(scope, id);
-    if (body.type === "file_id") {
-      throw unsupported(
-        "file_id references need the Files API, which this server does not provide: send the bytes inline " +
-          "({type: 'inline', path, data: <base64>})",
-        "file_id",
-        "unsupported_file_reference",
-      );
-    }
+    const file = body.type === "file_id" ? await this.deps.files.get(scope, body.file_id ?? "") : null;
     if (env.status !== "ready" && env.status !== "connected") {
       throw conflict(
         `Environment ${id} is ${env.status}: files can be added once it is ready`,
@@ -474,8 +478,50 @@ export class EnvironmentService {
       throw conflict("The environment's session has a running turn: add files between turns", "session_busy");
     }
     const rel = workspaceFilePath(body.path, "path");
-    const r = writeUpload(env.directory, { path: rel, content_base64: body.data ?? "" });
-    return { path: body.path, size_bytes: r.bytes };
+    if (!file) {
+      const r = writeUpload(env.directory, { path: rel, content_base64: body.data ?? "" });
+      return { path: body.path, size_bytes: r.bytes };
+    }
+    try {
+      return {
+        path: body.path,
+        size_bytes: await copyContents(this.deps.files.contentPath(file), env.directory, rel),
+      };
+    } catch (err) {
+      if (err instanceof ContentMissingError) throw notFound(`No such File object: ${file.id}`, "file_id");
+      throw err;
+    }
+  }
+
+  /**
+   * Looks up the Files API files among `files` (of the caller's project): their size, and where their contents
+   * are. A file that is not there is 404, named by the client's parameter (or by the template it came from).
+   */
+  private async resolveFiles(
+    scope: Scope,
+    files: FileSpec[] | null,
+    where: string,
+    templateId: string | null,
+  ): Promise<void> {
+    for (const f of files ?? []) {
+      const source = f.source;
+      if (source.type !== "file_id") continue;
+      let found: Awaited<ReturnType<FileService["get"]>>;
+      try {
+        found = await this.deps.files.get(
+          scope,
+          source.file_id,
+          source.param ?? `${where}.environment_template_id`,
+        );
+      } catch (err) {
+        if (source.param !== null || !(err instanceof ApiError) || err.kind !== "not_found") throw err;
+        throw notFound(
+          `No such File object: ${source.file_id} (the file ${f.path} of the environment template ${templateId})`,
+          `${where}.environment_template_id`,
+        );
+      }
+      source.resolved = { bytes: found.bytes, content: this.deps.files.contentPath(found) };
+    }
   }
 
   /** Files of the environment (regular files, by path), optionally under a directory; `after` is a path. */
@@ -528,7 +574,9 @@ export class EnvironmentService {
 
   async createTemplate(scope: Scope, raw: unknown): Promise<EnvironmentTemplateRecord> {
     const input = parseWith(TemplateParam, raw, "");
-    const parts = templateParts(parsePartial(input, "body"), input.desktop ?? null);
+    const partial = parsePartial(input, "body");
+    await this.resolveFiles(scope, partial.files, "body", null);
+    const parts = templateParts(partial, input.desktop ?? null);
     const id = newObjectId("envtpl_");
     const now = this.deps.clock.now();
     const t: EnvironmentTemplateRecord = {
@@ -549,6 +597,7 @@ export class EnvironmentService {
     const t = await this.template(scope, id, "environment_template_id");
     const input: TemplateInput = parseWith(TemplateParam, raw, "");
     const given = parsePartial(input, "body");
+    await this.resolveFiles(scope, given.files, "body", id);
     const has = (k: keyof TemplateInput) => Object.hasOwn(raw as object, k);
     const old = this.openTemplateSecrets(t) ?? { env: null, setup_commands: null, files: null };
     const current = templatePartial(t.config, old);

@@ -1,11 +1,11 @@
 /**
  * What a client asks of an environment this server prepares (`openai_hosted`), parsed strictly: files (inline
- * bytes at `/workspace/…` paths), packages, setup commands, variables and the network policy. What this server
- * cannot honour is refused with a 4xx that says so (never accepted and ignored): Files API references (this server
- * has no Files API), skills, plugins, capability directories, a desktop, domain-restricted networks (the engine's
- * sandbox has no proxy that would enforce them) and, unless the operator installed a program for them, system
- * packages. Templates merge under the inline configuration by the documented rule: omitted fields inherit the
- * template, and the network cannot be broadened.
+ * bytes or Files API references, at `/workspace/…` paths), packages, setup commands, variables and the network
+ * policy. What this server cannot honour is refused with a 4xx that says so (never accepted and ignored): skills,
+ * plugins, capability directories, a desktop, domain-restricted networks (the engine's sandbox has no proxy that
+ * would enforce them) and, unless the operator installed a program for them, system packages. Templates merge
+ * under the inline configuration by the documented rule: omitted fields inherit the template, and the network
+ * cannot be broadened.
  */
 import { z } from "zod";
 import type {
@@ -35,7 +35,7 @@ const SYSTEM_PACKAGE = /^[a-z0-9][a-z0-9+.-]{0,127}(=[A-Za-z0-9.+:~-]{1,64})?$/;
 
 const FileParam = z.discriminatedUnion("type", [
   z.object({ type: z.literal("inline"), path: z.string(), data: z.string() }).strict(),
-  z.object({ type: z.literal("file_id"), path: z.string(), file_id: z.string() }).strict(),
+  z.object({ type: z.literal("file_id"), path: z.string(), file_id: z.string().min(1).max(256) }).strict(),
 ]);
 
 const NetworkParam = z
@@ -97,12 +97,30 @@ export function parseWith<T extends z.ZodType>(schema: T, value: unknown, where:
   throw badRequest(`Invalid '${path}': ${issue.message}`, path);
 }
 
-/** A file to write: its official path, where it goes in the workspace, and its bytes. */
+/** A file to write: its official path, where it goes in the workspace, and what it holds. */
 export interface FileSpec {
   path: string;
   rel: string;
-  data: Buffer;
+  source: FileSource;
 }
+
+/**
+ * Inline bytes, or a Files API file of the project: `param` is the client's parameter that names it (null: it
+ * comes from the environment's template); `resolved` is filled when the environment is planned (the file's size
+ * and where its contents are, copied into the environment when it is prepared), null until then.
+ */
+export type FileSource =
+  | { type: "inline"; data: Buffer }
+  | {
+      type: "file_id";
+      file_id: string;
+      param: string | null;
+      resolved: { bytes: number; content: string } | null;
+    };
+
+/** The size of a file to write (a reference not resolved yet: 0). */
+export const fileSize = (f: FileSpec): number =>
+  f.source.type === "inline" ? f.source.data.length : (f.source.resolved?.bytes ?? 0);
 
 export interface SetupCommand {
   command: string;
@@ -176,14 +194,6 @@ function parseFiles(files: z.infer<typeof FileParam>[] | null | undefined, where
   const seen = new Set<string>();
   return files.map((f, i) => {
     const w = `${where}[${i}]`;
-    if (f.type === "file_id") {
-      throw unsupported(
-        `'${w}': file_id references need the Files API, which this server does not provide: send the file's ` +
-          "bytes inline ({type: 'inline', path, data: <base64>})",
-        `${w}.file_id`,
-        "unsupported_file_reference",
-      );
-    }
     const rel = workspaceFilePath(f.path, `${w}.path`);
     for (const other of seen) {
       if (other === rel || other.startsWith(`${rel}/`) || rel.startsWith(`${other}/`)) {
@@ -194,7 +204,11 @@ function parseFiles(files: z.infer<typeof FileParam>[] | null | undefined, where
       }
     }
     seen.add(rel);
-    return { path: f.path, rel, data: decodeBase64(f.data, `${w}.data`) };
+    const source: FileSource =
+      f.type === "inline"
+        ? { type: "inline", data: decodeBase64(f.data, `${w}.data`) }
+        : { type: "file_id", file_id: f.file_id, param: `${w}.file_id`, resolved: null };
+    return { path: f.path, rel, source };
   });
 }
 
@@ -408,9 +422,11 @@ export function publicConfig(spec: EnvironmentSpec, fileIds: string[]): Environm
     capability_directories: [],
     files: spec.files.map((f, i) => ({
       id: fileIds[i] ?? "",
-      type: "inline",
       path: f.path,
-      size_bytes: f.data.length,
+      size_bytes: fileSize(f),
+      ...(f.source.type === "file_id"
+        ? { type: "file_id" as const, file_id: f.source.file_id }
+        : { type: "inline" as const }),
     })),
     network: spec.network,
     packages: spec.packages,
@@ -419,11 +435,14 @@ export function publicConfig(spec: EnvironmentSpec, fileIds: string[]): Environm
   };
 }
 
-/** What a template keeps in the clear, and what it seals (variables, commands, file contents). */
+/**
+ * What a template keeps in the clear, and what it seals (variables, commands, file contents; its files in order,
+ * Files API references among them, which are resolved again for each session).
+ */
 export interface TemplateSecrets {
   env: Record<string, string> | null;
   setup_commands: SetupCommand[] | null;
-  files: Array<{ path: string; rel: string; data: string }> | null;
+  files: Array<{ path: string; rel: string; data?: string; file_id?: string }> | null;
 }
 
 export function templateParts(
@@ -433,11 +452,11 @@ export function templateParts(
   config: EnvironmentTemplateConfig;
   secrets: TemplateSecrets;
 } {
-  const files: TemplateFileInfo[] = (p.files ?? []).map((f) => ({
-    type: "inline",
-    path: f.path,
-    size_bytes: f.data.length,
-  }));
+  const files: TemplateFileInfo[] = (p.files ?? []).map((f) =>
+    f.source.type === "file_id"
+      ? { type: "file_id", path: f.path, file_id: f.source.file_id }
+      : { type: "inline", path: f.path, size_bytes: f.source.data.length },
+  );
   return {
     config: {
       capability_directories: null,
@@ -450,7 +469,11 @@ export function templateParts(
       env: p.env,
       setup_commands: p.setup_commands,
       files: p.files
-        ? p.files.map((f) => ({ path: f.path, rel: f.rel, data: f.data.toString("base64") }))
+        ? p.files.map((f) =>
+            f.source.type === "file_id"
+              ? { path: f.path, rel: f.rel, file_id: f.source.file_id }
+              : { path: f.path, rel: f.rel, data: f.source.data.toString("base64") },
+          )
         : null,
     },
   };
@@ -466,7 +489,16 @@ export function templatePartial(
   return {
     env: secrets?.env ?? null,
     files: secrets?.files
-      ? secrets.files.map((f) => ({ path: f.path, rel: f.rel, data: Buffer.from(f.data, "base64") }))
+      ? secrets.files.map(
+          (f): FileSpec => ({
+            path: f.path,
+            rel: f.rel,
+            source:
+              f.file_id !== undefined
+                ? { type: "file_id", file_id: f.file_id, param: null, resolved: null }
+                : { type: "inline", data: Buffer.from(f.data ?? "", "base64") },
+          }),
+        )
       : null,
     network: config.network,
     packages: packagesGiven ? config.packages : null,

@@ -6,6 +6,7 @@ import { agentRoutes } from "./agents.js";
 import { artifactRoutes } from "./artifacts.js";
 import { automationRoutes } from "./automations.js";
 import { environmentRoutes } from "./environments.js";
+import { fileRoutes } from "./files.js";
 import { historyRoutes } from "./history.js";
 import { sessionRoutes } from "./sessions.js";
 import { vaultRoutes } from "./vaults.js";
@@ -24,5 +25,7 @@ export const openaiPlugin = (core: Core) =>
     automationRoutes(app, core);
     // (served whatever the dialect header: the SDK's webhook methods send none)
     webhookRoutes(app, core);
+    // (served whatever the dialect header, too: the SDK's Files API methods send none)
+    fileRoutes(app, core);
     checkpointRoutes(app, core, "openai");
   });

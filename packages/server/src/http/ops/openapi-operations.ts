@@ -20,6 +20,8 @@ export interface Operation {
   returns: string;
   /** A success response that is either JSON or a stream (template requests with `stream: true`). */
   streams?: boolean;
+  /** The request is `multipart/form-data` with these fields (a JSON Schema of the form), not JSON. */
+  form?: JsonSchema;
 }
 
 const SSE = "text/event-stream";
@@ -48,6 +50,57 @@ const SHARED: Record<string, Operation> = {
     tag: "Traces",
     operationId: "listSessionTraces",
     returns: "A cursor page of `agent.session.trace`",
+  },
+  // The Files API: its SDK methods send no `OpenAI-Beta` header, so it answers in the official shapes either way.
+  "POST /v1/files": {
+    summary: "Upload a file",
+    description:
+      "`multipart/form-data` (the only route that takes it, and only with an `Authorization` or `X-Access-Token` " +
+      "header): `file`, `purpose`, optional `expires_after[anchor]=created_at` and `expires_after[seconds]` " +
+      "(3600–2592000). Streamed to disk; larger than `--file-size-limit` is 413. `Idempotency-Key` is honoured.",
+    tag: "Files",
+    operationId: "createFile",
+    returns: "`file`",
+    form: {
+      type: "object",
+      required: ["file", "purpose"],
+      properties: {
+        file: { type: "string", format: "binary" },
+        purpose: {
+          type: "string",
+          enum: ["assistants", "batch", "fine-tune", "vision", "user_data", "evals"],
+        },
+        "expires_after[anchor]": { type: "string", enum: ["created_at"] },
+        "expires_after[seconds]": { type: "integer", minimum: 3600, maximum: 2592000 },
+      },
+    },
+  },
+  "GET /v1/files": {
+    summary: "List files",
+    description: "Newest first unless `order=asc`; `purpose` filters. Expired files are not listed.",
+    tag: "Files",
+    operationId: "listFiles",
+    returns: "A cursor page of `file`",
+  },
+  "GET /v1/files/{file_id}": {
+    summary: "Retrieve a file",
+    tag: "Files",
+    operationId: "retrieveFile",
+    returns: "`file`",
+  },
+  "GET /v1/files/{file_id}/content": {
+    summary: "Download a file's contents",
+    tag: "Files",
+    operationId: "downloadFile",
+    media: "application/octet-stream",
+    returns: "The file's bytes",
+  },
+  "DELETE /v1/files/{file_id}": {
+    summary: "Delete a file",
+    description: "Environments it was copied into keep their copies.",
+    tag: "Files",
+    operationId: "deleteFile",
+    returns: '`{id, object: "file", deleted: true}`',
   },
 };
 

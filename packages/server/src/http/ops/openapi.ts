@@ -75,6 +75,10 @@ const TAGS = [
   { name: "Goals", description: "An objective the agent keeps working on across continuation turns" },
   { name: "Subagents", description: "Child threads the agent opened with its multi-agent tools" },
   { name: "Artifacts", description: "Files of the session's workspace" },
+  {
+    name: "Files",
+    description: "Uploaded files (the Files API), per project: what `file_id` references name",
+  },
   { name: "Traces", description: "Turn traces as OTLP JSON" },
   { name: "Operations", description: "Liveness and metrics" },
 ];
@@ -132,7 +136,9 @@ function transformFor(dialect: Dialect): SwaggerTransform {
       ...(op.description ? { description: op.description } : {}),
       tags: [op.tag],
       operationId: op.operationId,
-      response: responses(op, dialect),
+      // (A route that always answers in one dialect, whatever the header, documents that dialect's errors.)
+      response: responses(op, (route.config as { dialect?: Dialect } | undefined)?.dialect ?? dialect),
+      ...(op.form ? { consumes: ["multipart/form-data"], body: op.form } : {}),
       ...(dialect === "openai" && constrained ? { headers: OPENAI_BETA } : {}),
     };
     return { schema, url };

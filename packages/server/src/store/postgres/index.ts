@@ -16,6 +16,7 @@ import { automationQueries } from "./automations.js";
 import { PG_TYPES, PgDb } from "./db.js";
 import { environmentQueries } from "./environments.js";
 import { eventQueries } from "./events.js";
+import { fileQueries } from "./files.js";
 import { goalQueries } from "./goals.js";
 import { idempotencyQueries } from "./idempotency.js";
 import { itemQueries } from "./items.js";
@@ -58,6 +59,7 @@ const queries = (db: PgDb): Queries => ({
   ...vaultQueries(db),
   ...automationQueries(db),
   ...webhookQueries(db),
+  ...fileQueries(db),
 });
 
 export const PostgresStore = {

@@ -447,6 +447,22 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX vault_credentials_vault_created ON vault_credentials (vault_id, created_at, rid);
   CREATE INDEX vault_credentials_server_url ON vault_credentials (server_url) WHERE server_url IS NOT NULL;
   `,
+  // 4: the schema of SQLite version 6 (files of the Files API)
+  `
+  CREATE TABLE files (
+    rid bigserial PRIMARY KEY,
+    id text COLLATE "C" NOT NULL UNIQUE,
+    project_id text COLLATE "C" NOT NULL,
+    created_at double precision NOT NULL,
+    bytes bigint NOT NULL,
+    filename text NOT NULL,
+    purpose text NOT NULL,
+    expires_at double precision,
+    sha256 text NOT NULL
+  );
+  CREATE INDEX files_project_created ON files (project_id, created_at, rid);
+  CREATE INDEX files_expiry ON files (expires_at) WHERE expires_at IS NOT NULL;
+  `,
 ];
 
 /** The schema version this build expects. */

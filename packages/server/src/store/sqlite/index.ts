@@ -17,6 +17,7 @@ import { Counters } from "./counters.js";
 import { SqliteDb } from "./db.js";
 import { environmentQueries } from "./environments.js";
 import { eventQueries } from "./events.js";
+import { fileQueries } from "./files.js";
 import { goalQueries } from "./goals.js";
 import { idempotencyQueries } from "./idempotency.js";
 import { itemQueries } from "./items.js";
@@ -73,6 +74,9 @@ const READS: ReadonlySet<QueryName> = new Set<QueryName>([
   "listWebhookEndpoints",
   "getWebhookDelivery",
   "listWebhookDeliveries",
+  "getFile",
+  "listFiles",
+  "listExpiredFiles",
 ]);
 
 /** The embedded store: the Store interface plus the file it lives in. */
@@ -116,6 +120,7 @@ function compose(raw: Database.Database, file: string): SqliteStore {
     ...vaultQueries(db),
     ...automationQueries(db),
     ...webhookQueries(db),
+    ...fileQueries(db),
   };
   const outer = { ...inner };
   for (const name of Object.keys(inner) as QueryName[]) {
