@@ -328,13 +328,10 @@ function environmentsAndVaults(
     redactor: SecretRedactor;
     keyring: LazySecretKeyring;
     outbound: OutboundGuard;
-  },
-) {
-  const { store, clock, logger, cluster, hub, redactor, outbound } = deps;
     files: FileService;
   },
 ) {
-  const { store, clock, logger, cluster, hub, redactor, files } = deps;
+  const { store, clock, logger, cluster, hub, redactor, outbound, files } = deps;
   const keyring = deps.keyring;
   const vaults = new VaultService({
     store,
