@@ -2,7 +2,7 @@
 // against the pinned engine (0.169.0) and the testkit mock model. Where the seed's sync/async pair collapses in
 // TypeScript, the second variant runs two goals concurrently in one app-server, each routed to its own thread.
 import { ev, Gate, scripts } from "@codex-agent-api/testkit";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { InvalidRequestError, TransportClosedError, type TurnEvent, TurnFailedError } from "../src/index.js";
 import {
   agentMessages,
@@ -440,33 +440,68 @@ describe("goal mode (beyond the seed)", () => {
     // Three engine turns: the first (the goal still paused, so not charged to it), a continuation that works (its
     // tokens are charged to the goal), and one that completes the goal. (Whether the completing response's own
     // tokens are charged depends on whether the engine reads its usage before it runs the tool: not asserted.)
-    const [first, ...completing] = completedGoal("obs", "first", "done");
+    //
+    // When the engine charges tokens: the goal extension records each response's usage as it arrives and charges
+    // the delta to an active goal only at an accounting point: when a tool other than update_goal finishes, when
+    // update_goal itself runs (the current turn first), and when a turn stops (its `thread/goal/updated` with that
+    // turn's id). Charges are "active only": once the goal is complete, a later accounting point charges nothing.
+    // The working continuation has no tool, so its tokens are charged at its turn stop; if the model completed the
+    // goal before that accounting landed, they would never be charged. So the completing response waits (gated at
+    // the mock) until the goal shows the working continuation's tokens.
+    const [first, , final] = completedGoal("obs", "first", "done");
     const working = scripts.sse([
       ev.responseCreated("obs-working"),
       ev.assistantMessage("msg-obs-working", "working"),
       ev.completed("obs-working", usage(6, 2, 3, 0, 9)),
     ]);
-    f.mock.enqueue([first!, working, ...completing]);
+    const accounted = new Gate();
+    const completing = scripts.sse(
+      [
+        ev.responseCreated("obs-complete-tool"),
+        ev.functionCall("call-obs-complete", "update_goal", '{"status":"complete"}'),
+        ev.completed("obs-complete-tool", usage(4, 1, 1, 1, 5)),
+      ],
+      { gate: accounted },
+    );
+    f.mock.enqueue([first!, working, completing, final!]);
     const thread = await f.codex.startThread();
     const turn = await thread.turn("Observe the goal", {
       goal: { tokenBudget: 1000 },
     });
     const events: TurnEvent[] = [];
-    for await (const e of turn.stream()) events.push(e);
+    const consumed = (async () => {
+      for await (const e of turn.stream()) events.push(e);
+    })();
+    const updates = () => events.flatMap((e) => (e.method === "client/goal/updated" ? [e.params.goal] : []));
+    try {
+      await accounted.reached;
+      // The working continuation's response: 6 input - 2 cached + 3 output.
+      await vi.waitFor(
+        () => {
+          if (!updates().some((g) => g.tokensUsed >= 7)) {
+            throw new Error(
+              `the working continuation's tokens were never charged: ${JSON.stringify(updates())}`,
+            );
+          }
+        },
+        { timeout: 10_000, interval: 20 },
+      );
+    } finally {
+      accounted.release();
+    }
+    await consumed;
     const starts = events.flatMap((e) => (e.method === "client/goal/engineTurnStarted" ? [e.params] : []));
-    const updates = events.flatMap((e) => (e.method === "client/goal/updated" ? [e.params.goal] : []));
     expect(starts.map((s) => s.index)).toEqual([0, 1, 2]);
     expect(new Set(starts.map((s) => s.turnId))).toEqual(new Set([turn.id]));
     expect(starts[0]!.engineTurnId).toBe(turn.id);
     expect(new Set(starts.map((s) => s.engineTurnId)).size).toBe(3);
-    expect(updates.at(-1)).toMatchObject({
+    expect(updates().at(-1)).toMatchObject({
       status: "complete",
       tokenBudget: 1000,
       objective: "Observe the goal",
     });
-    // The working continuation's response: 6 input - 2 cached + 3 output.
-    expect(updates.at(-1)!.tokensUsed).toBeGreaterThanOrEqual(7);
-    expect((await thread.getGoal())?.tokensUsed).toBe(updates.at(-1)!.tokensUsed);
+    expect(updates().at(-1)!.tokensUsed).toBeGreaterThanOrEqual(7);
+    expect((await thread.getGoal())?.tokensUsed).toBe(updates().at(-1)!.tokensUsed);
   });
 
   it("a driven goal runs exactly the continuations its driver allows, and the engine starts none by itself", async () => {

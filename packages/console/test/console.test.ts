@@ -39,9 +39,12 @@ const openSessionId = () => /\/console\/sessions\/([^/?#]+)/.exec(page.url())?.[
 
 /** The session's own directory (official-dialect sessions each get one under the workspace root). */
 async function workspaceOf(sessionId: string): Promise<string> {
+  // Clients see every session's files at /workspace (a self-hosted session's `workspace_directory`); on this host,
+  // each official session has its own directory.
   const { body } = await api("GET", `/v1/agents/sessions/${sessionId}`);
   const reported = (body.environment as { workspace_directory?: string }).workspace_directory;
-  return reported ?? join(f.workspace, sessionId);
+  if (reported !== undefined) expect(reported).toBe("/workspace");
+  return join(f.workspace, sessionId);
 }
 
 /**

@@ -398,6 +398,12 @@ describe("checkpoints API", () => {
     const forkWs = join(f.workspace, fork.id);
     expect(snapshot(forkWs)).toEqual({ "a.txt": `file:${sha("a")}` });
     expect(snapshot(ws)).toEqual({ "b.txt": `file:${sha("b")}` });
+    // Its history is the conversation it was forked with: the first turn's items, as the source has them.
+    type Listed = { data: Array<{ turn_id: string; item: { id: string; type: string; text?: string } }> };
+    const sourceItems = (await ok<Listed>("GET", `/v1/agents/sessions/${id}/items`)).data;
+    const forkItems = (await ok<Listed>("GET", `/v1/agents/sessions/${fork.id}/items`)).data;
+    expect(forkItems).toEqual(sourceItems.filter((i) => i.turn_id === first.turnId));
+    expect(forkItems.map((i) => i.item.text ?? null)).toContain("wrote a");
 
     const from = f.mock.requests().length;
     await turn(fork.id, "Reply with exactly: forked");
@@ -421,6 +427,10 @@ describe("checkpoints API", () => {
     const before = f.mock.requests().length;
     await turn(fresh.body.id, "Reply with exactly: new");
     expect(userTexts(before)).toEqual([["Reply with exactly: new"]]);
+    // A new conversation: no history but its own turn.
+    const freshItems = (await ok<Listed>("GET", `/v1/agents/sessions/${fresh.body.id}/items`)).data;
+    expect(new Set(freshItems.map((i) => i.turn_id)).size).toBe(1);
+    expect(freshItems.map((i) => i.turn_id)).not.toContain(first.turnId);
   });
 
   it("a goal: a checkpoint after every engine turn, the next continuation waiting for it", async () => {
@@ -700,6 +710,27 @@ describe("checkpoints API", () => {
     expect(fork.forked_from.conversation_turns).toBe(1);
     const forked = await client.beta.agents.sessions.retrieve(fork.id);
     expect(forked.id).toBe(fork.id);
+    // Its history is that turn (the conversation it was forked with): its items and the turn, as the source has
+    // them (the source's own conversation was reverted since; its history keeps the turn).
+    const all = async <T>(list: AsyncIterable<T>) => {
+      const out: T[] = [];
+      for await (const x of list) out.push(x);
+      return out;
+    };
+    const sourceTurnItems = await all(
+      client.beta.agents.sessions.turns.items.list(turnId, { session_id: s.id, order: "asc" }),
+    );
+    expect(sourceTurnItems.length).toBeGreaterThan(1);
+    expect(await all(client.beta.agents.sessions.items.list(fork.id, { order: "asc", limit: 1 }))).toEqual(
+      sourceTurnItems,
+    );
+    const forkTurns = await all(client.beta.agents.sessions.turns.list(fork.id));
+    expect(forkTurns.map((t) => [t.id, t.status])).toEqual([[turnId, "completed"]]);
+    expect(await client.beta.agents.sessions.turns.retrieve(turnId, { session_id: fork.id })).toEqual({
+      ...(await client.beta.agents.sessions.turns.retrieve(turnId, { session_id: s.id })),
+      session_id: fork.id,
+      agent_id: forked.agent.id,
+    });
     expect(snapshot(join(f.workspace, fork.id))).toEqual({ "made.txt": `file:${sha("new\n")}` });
     const before = f.mock.requests().length;
     await (
@@ -708,6 +739,16 @@ describe("checkpoints API", () => {
     expect(userTexts(before)).toEqual([
       [shell("printf 'new\\n' > made.txt && rm keep.txt", "official"), "Reply with exactly: branch"],
     ]);
+    // Then its own turn's items, after the forked ones (newest first by default).
+    const afterBranch = await all(client.beta.agents.sessions.items.list(fork.id, { order: "asc" }));
+    expect(afterBranch.slice(0, sourceTurnItems.length)).toEqual(sourceTurnItems);
+    const own = afterBranch.slice(sourceTurnItems.length);
+    expect(own.length).toBeGreaterThan(0);
+    expect(new Set(own.map((i) => i.turn_id)).size).toBe(1);
+    expect(own[0]!.turn_id).not.toBe(turnId);
+    expect((await all(client.beta.agents.sessions.items.list(fork.id))).map((i) => i.id)).toEqual(
+      afterBranch.map((i) => i.id).reverse(),
+    );
 
     // Errors in the official shape.
     const missing = await rejection(

@@ -3,7 +3,7 @@
 // commands, variables, the network policy, templates (no broadening), environments made ahead and their files,
 // failures (code and log tail), setup commands kept in the sandbox, self-hosted directories, what is refused.
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 import type OpenAI from "openai";
 import {
@@ -146,6 +146,79 @@ describe("openai_hosted environments", () => {
     });
     expect(JSON.stringify(info)).not.toContain(token);
     expect(JSON.stringify(session)).not.toContain("setup saw");
+  });
+});
+
+/** Every page of a list the SDK paginates. */
+async function all<T>(list: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const x of list) out.push(x);
+  return out;
+}
+
+describe("what clients see of a session's files", () => {
+  it("artifacts and the environment's files: the same paths inside the environment, its id, what setup made published by no turn; nothing a client reads names this host's directories", async () => {
+    const { id, events } = await runIn(
+      {
+        type: "openai_hosted",
+        files: [{ type: "inline", path: "/workspace/data/input.csv", data: b64("a,b\n1,2\n") }],
+        setup_commands: [{ command: "mkdir -p made && echo by-setup > made/by-setup.txt" }],
+      },
+      "mkdir -p out && echo by-the-turn > out/result.txt",
+    );
+    const session = await client.beta.agents.sessions.retrieve(id);
+    const envId = (session.environment as { id: string }).id;
+    expect(envId).toMatch(/^env_/);
+    const [turn, ...more] = await all(client.beta.agents.sessions.turns.list(id));
+    expect(more).toEqual([]);
+
+    const artifacts = await all(client.beta.agents.sessions.artifacts.list(id, { order: "asc" }));
+    const byPath = new Map(artifacts.map((a) => [a.path, a]));
+    expect(artifacts.every((a) => a.path.startsWith("/workspace/"))).toBe(true);
+    expect(artifacts.every((a) => a.environment_id === envId)).toBe(true);
+    // The client's file and what the setup command made were there before the turn: no turn published them.
+    expect(byPath.get("/workspace/data/input.csv")).toMatchObject({ turn_id: "", size_bytes: 8 });
+    expect(byPath.get("/workspace/made/by-setup.txt")).toMatchObject({ turn_id: "", size_bytes: 9 });
+    expect(byPath.get("/workspace/out/result.txt")).toMatchObject({ turn_id: turn!.id, size_bytes: 12 });
+    const result = byPath.get("/workspace/out/result.txt")!;
+    expect(await client.beta.agents.sessions.artifacts.retrieve(result.id, { session_id: id })).toEqual(
+      result,
+    );
+    // The environment's own listing shows the same files at the same paths.
+    const files = await all(client.beta.agents.environments.files.list(envId, { order: "asc" }));
+    expect(files.map((x) => x.path)).toEqual(artifacts.map((a) => a.path));
+    expect(files.every((x) => x.environment_id === envId)).toBe(true);
+    // Listing by environment: its own id lists them all, another none.
+    expect(await all(client.beta.agents.sessions.artifacts.list(id, { environment_id: envId }))).toHaveLength(
+      artifacts.length,
+    );
+    expect(
+      await all(client.beta.agents.sessions.artifacts.list(id, { environment_id: "env_local" })),
+    ).toEqual([]);
+
+    // The command ran in /workspace, as far as any client can tell.
+    const items = await all(client.beta.agents.sessions.items.list(id, { order: "asc" }));
+    const command = items.find((i) => i.type === "command_execution") as { cwd: string | null } | undefined;
+    expect(command?.cwd).toBe("/workspace");
+    const seen = JSON.stringify([
+      events,
+      await everythingAbout(client, id),
+      artifacts,
+      files,
+      items,
+      await all(client.beta.agents.sessions.turns.items.list(turn!.id, { session_id: id })),
+      await all(client.beta.agents.sessions.traces.list(id)),
+      await client.beta.agents.environments.retrieve(envId),
+    ]);
+    expect(seen).toContain("by-the-turn");
+    for (const host of new Set([
+      f.workspace,
+      realpathSync(f.workspace),
+      f.dataDir,
+      realpathSync(f.dataDir),
+    ])) {
+      expect(seen).not.toContain(host);
+    }
   });
 });
 
@@ -606,9 +679,8 @@ describe("self_hosted", () => {
       agent: { model: "mock-model" },
       environment: { type: "self_hosted", workspace_directory: "/workspace" },
     });
-    expect((plain.environment as { workspace_directory: string }).workspace_directory).toBe(
-      join(f.workspace, plain.id),
-    );
+    // Its own directory on this host, which clients see as /workspace (the official default).
+    expect((plain.environment as { workspace_directory: string }).workspace_directory).toBe("/workspace");
     const shared = join(f.workspace, "projects", "demo");
     mkdirSync(shared, { recursive: true });
     const s = await client.beta.agents.sessions.create({
@@ -618,6 +690,10 @@ describe("self_hosted", () => {
     expect((s.environment as { workspace_directory: string }).workspace_directory).toBe(shared);
     await client.beta.agents.sessions.stream(s.id, { input: shell("pwd > where.txt") }).finalResult();
     expect(await workspaceFile(s.id, "where.txt")).toBe(`${shared}\n`);
+    // A directory the client chose is where its files are, to the client too.
+    const listed = [];
+    for await (const a of client.beta.agents.sessions.artifacts.list(s.id)) listed.push(a);
+    expect(listed.map((a) => a.path)).toEqual([join(shared, "where.txt")]);
 
     const deny = async (
       dir: string,

@@ -116,9 +116,13 @@ describe("agent commands are isolated", () => {
         agent: { model: "mock-model" },
       },
     );
-    const wsA = a.environment.workspace_directory;
-    const wsB = b.environment.workspace_directory;
-    expect(wsA).not.toBe(wsB);
+    // Clients see each one's files at /workspace; on this host they are the sessions' own directories.
+    expect([a.environment.workspace_directory, b.environment.workspace_directory]).toEqual([
+      "/workspace",
+      "/workspace",
+    ]);
+    const wsA = join(dataDir, "workspace", a.id);
+    const wsB = join(dataDir, "workspace", b.id);
     // B keeps a private file in its workspace (written by its own command: that works).
     const own = await run(b.id, "echo b-private-content > private.txt && cat private.txt && pwd");
     expect(own.output).toContain("b-private-content");

@@ -1,6 +1,6 @@
 // Official dialect through the real `openai` SDK (7.55.0): agents, sessions (plain and streamed creation, the
 // sessions.stream() helper), items and turns, artifacts, and the docs walkthrough in one sequence.
-import { mkdirSync, realpathSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type CapturedRequest, ev, Gate, scripts } from "@codex-agent-api/testkit";
 import type OpenAI from "openai";
@@ -580,7 +580,8 @@ describe("items and turns", () => {
     if (cmd.type !== "command_execution") throw new Error("unreachable");
     expect(cmd.command).toContain("echo items-cmd-output");
     expect(cmd.output).toContain("items-cmd-output");
-    expect(cmd.cwd).toEqual(expect.any(String));
+    // Where it ran, inside the session's environment (not this host's directory).
+    expect(cmd.cwd).toBe("/workspace");
     expect(cmd.duration_ms).toEqual(expect.any(Number));
     // On the stream: added while running, done with the result.
     const cmdEvents = runEvents.filter(
@@ -741,20 +742,26 @@ describe("artifacts", () => {
     writeFileSync(join(ws, "art", "pixel.png"), png);
     writeFileSync(join(ws, "art", "values.json"), '{"a":1}');
     writeFileSync(join(f.workspace, "outside-the-session.txt"), "not this session's");
-    const dir = realpathSync(join(ws, "art"));
-    const abs = (name: string) => join(dir, name);
+    // Clients see the session's files inside its environment (/workspace/…), never where they are on this host.
+    const abs = (name: string) => `/workspace/art/${name}`;
 
     const listed = await all(client.beta.agents.sessions.artifacts.list(s.id, { limit: 1 }));
     const byPath = new Map(listed.map((a) => [a.path, a]));
     expect(new Set(listed.map((a) => a.id)).size).toBe(listed.length);
     expect(listed).toHaveLength(3);
-    expect(listed.every((a) => a.path.startsWith(`${dir}/`))).toBe(true);
+    expect(listed.map((a) => a.path).sort()).toEqual([
+      abs("pixel.png"),
+      abs("report.txt"),
+      abs("values.json"),
+    ]);
     const report = byPath.get(abs("report.txt"));
     expect(report).toMatchObject({
       object: "agent.session.artifact",
       session_id: s.id,
       size_bytes: 15,
-      environment_id: expect.any(String),
+      environment_id: "env_local",
+      // Written by no turn of the session (there is none).
+      turn_id: "",
     });
     expect(byPath.get(abs("pixel.png"))?.size_bytes).toBe(png.length);
     const descending = await all(
@@ -806,7 +813,7 @@ describe("artifacts", () => {
       })
       .finalResult();
     expect(result.output_text).toBe("file written");
-    const path = realpathSync(join(f.workspace, s.id, "turn-output.txt"));
+    const path = "/workspace/turn-output.txt";
     const artifact = await client.beta.agents.sessions.artifacts.forResult(result).retrieve(path);
     expect(artifact).toMatchObject({ path, turn_id: result.turn_id, session_id: s.id, size_bytes: 14 });
     const content = await client.beta.agents.sessions.artifacts.forResult(result).content(path);
@@ -906,7 +913,7 @@ describe("docs walkthrough", () => {
     ]);
     const file = await client.beta.agents.sessions.artifacts
       .forResult(followUp)
-      .retrieve(realpathSync(join(f.workspace, sid, "walkthrough.txt")));
+      .retrieve("/workspace/walkthrough.txt");
     const bytes = await client.beta.agents.sessions.artifacts.content(file.id, { session_id: sid });
     expect(await bytes.text()).toBe("walkthrough");
     const session = await client.beta.agents.sessions.retrieve(sid);

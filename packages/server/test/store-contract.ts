@@ -933,6 +933,83 @@ export function storeContract(
         expect(await store.closeOpenItems("s1", "nope", "failed")).toEqual([]);
         expect(await store.closeOpenItems("nope", "t1", "failed")).toEqual([]);
       });
+
+      it("root_only leaves out the items of the session's subagents' turns", async () => {
+        await store.insertTurn(turn("s1", "t1", 1));
+        await store.insertTurn(turn("s1", "sub1", 2, { subagent_id: "subagent_a" }));
+        await store.appendEvents("s1", [
+          finishItem("t1", threadItem("i1")),
+          finishItem("sub1", threadItem("c1")),
+          finishItem("t1", threadItem("i2")),
+          // an item of a turn with no record is the session's own
+          finishItem("t9", threadItem("i3")),
+        ]);
+        // The same turn id as a subagent's in another session does not count.
+        await store.insertTurn(turn("s2", "t1", 1, { subagent_id: "subagent_b" }));
+        expect(ids((await store.listItems("s1", { root_only: true })).data)).toEqual(["i1", "i2", "i3"]);
+        expect(ids((await store.listItems("s1", { root_only: true, order: "desc", limit: 2 })).data)).toEqual(
+          ["i3", "i2"],
+        );
+        expect(ids((await store.listItems("s1", { root_only: true, after: "i1" })).data)).toEqual([
+          "i2",
+          "i3",
+        ]);
+        expect(ids((await store.listItems("s1", {})).data)).toEqual(["i1", "c1", "i2", "i3"]);
+        expect(ids((await store.listItems("s1", { turn_ids: ["sub1"] })).data)).toEqual(["c1"]);
+      });
+
+      it("copyHistory copies the given turns' items (up to an ordinal), in order, with their turns", async () => {
+        const t1 = turn("s1", "t1", 1, { status: "completed", started_at: 1, completed_at: 2 });
+        const t2 = turn("s1", "t2", 3, { status: "completed", goal: { mode: "input", objective: "g" } });
+        await store.insertTurn(t1);
+        await store.insertTurn(t2);
+        await store.insertTurn(turn("s1", "sub1", 2, { subagent_id: "subagent_a" }));
+        await store.insertTurn(turn("s1", "t3", 4));
+        await store.appendEvents("s1", [
+          finishItem("t1", threadItem("u1", "hi", "userMessage")), // 0
+          finishItem("t1", threadItem("a1")), // 1
+          finishItem("sub1", threadItem("c1")), // 2: a subagent's
+          startItem("t2", threadItem("a2")), // 3: still open
+          finishItem("t2", threadItem("x2")), // 4: after the ordinal asked for
+          finishItem("t3", threadItem("a3")), // 5: a turn not asked for
+        ]);
+        // The target has an item of its own already: the copies follow it.
+        await store.insertTurn(turn("s2", "own", 0));
+        await store.appendEvents("s2", [finishItem("own", threadItem("o1"))]);
+
+        const copy = { turn_ids: ["t1", "sub1", "t2", "missing"], through_ordinal: 3 };
+        expect(await store.copyHistory("s1", "s2", copy)).toBe(3);
+        const copied = await items("s2");
+        expect(copied.map((i) => [i.ordinal, i.turn_id, i.id, i.state])).toEqual([
+          [0, "own", "o1", "completed"],
+          [1, "t1", "u1", "completed"],
+          [2, "t1", "a1", "completed"],
+          [3, "t2", "a2", "started"],
+        ]);
+        expect(copied[1]).toEqual({ ...(await item("s1", 0)), session_id: "s2", ordinal: 1 });
+        // Their turns, as they were; not the subagent's.
+        expect(await store.getTurn("s2", "t1")).toEqual({ ...t1, session_id: "s2" });
+        expect(await store.getTurn("s2", "t2")).toEqual({ ...t2, session_id: "s2" });
+        expect(await store.getTurn("s2", "sub1")).toBeUndefined();
+        expect(await store.getTurn("s2", "t3")).toBeUndefined();
+        expect(ids((await store.listTurns("s2", { order: "asc" })).data)).toEqual(["own", "t1", "t2"]);
+        // The source is unchanged; the target's next item follows the copies.
+        expect(ids(await items("s1"))).toEqual(["u1", "a1", "c1", "a2", "x2", "a3"]);
+        const [next] = await store.appendEvents("s2", [finishItem("t9", threadItem("n1"))]);
+        expect(next!.ordinal).toBe(4);
+        // Without an ordinal: all of the turns' items (a turn the target has already is kept as it is).
+        await store.insertSession(session("s3"));
+        expect(await store.copyHistory("s1", "s3", { turn_ids: ["t2", "t3"], through_ordinal: null })).toBe(
+          3,
+        );
+        expect((await items("s3")).map((i) => [i.ordinal, i.id])).toEqual([
+          [0, "a2"],
+          [1, "x2"],
+          [2, "a3"],
+        ]);
+        expect(await store.copyHistory("s1", "s3", { turn_ids: [], through_ordinal: null })).toBe(0);
+        expect(await store.copyHistory("s1", "s3", { turn_ids: ["nope"], through_ordinal: null })).toBe(0);
+      });
     });
 
     describe("event log", () => {

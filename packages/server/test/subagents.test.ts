@@ -99,6 +99,13 @@ describe("subagents", () => {
       sender_agent_id: s.agent.id,
       recipient_agent_ids: [sub.id],
     });
+    // The session's items are the root agent's: the subagent's are its own history (above), not among them.
+    const sessionItems: AgentSessionItem[] = [];
+    for await (const i of client.beta.agents.sessions.items.list(s.id, { limit: 2 })) {
+      sessionItems.push(i);
+    }
+    expect(sessionItems.map((i) => i.id)).toEqual(rootItems.map((i) => i.id));
+    expect(sessionItems.some((i) => i.turn_id === child.id)).toBe(false);
 
     // On the stream: the subagent's creation, and its turn (created with subagent_id) before the root's end.
     const created = log.events.find((e) => e.type === "agent.session.subagent.created");

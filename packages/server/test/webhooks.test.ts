@@ -202,6 +202,26 @@ describe("webhooks (targets on this machine allowed)", () => {
     ).toBe(true);
   });
 
+  it("an openai_hosted session's events name its environment: its type and id, as the session shows them", async () => {
+    const e = await create("hosted", "/hosted", ["agent.session.created", "agent.session.idle"]);
+    const s = await client.beta.agents.sessions.create({ environment: { type: "openai_hosted" } });
+    const envId = (s.environment as { id: string }).id;
+    expect(s.environment).toMatchObject({ type: "openai_hosted", id: expect.stringMatching(/^env_/) });
+    await client.beta.agents.sessions.events.create(s.id, {
+      events: [messageEvent("Reply with exactly: hosted")],
+    });
+    const mine = () => receiver.at("/hosted", (ev) => ev.data.id === s.id);
+    await until(
+      () => (mine().some((r) => JSON.parse(r.body).type === "agent.session.idle") ? true : null),
+      "idle",
+    );
+    const events = await Promise.all(mine().map((r) => unwrap(client, r, e.signing_secret)));
+    expect(events.map((ev) => ev.type)).toContain("agent.session.created");
+    for (const ev of events) {
+      expect(ev.data).toEqual({ id: s.id, environment_type: "openai_hosted", environment_id: envId });
+    }
+  });
+
   it("an endpoint subscribed to some types gets only those; a test event is sent and verified", async () => {
     const e = await create("idle only", "/idle", ["agent.session.idle"]);
     const dir = join(f.service.core.config.workspaceRoot, "self-hosted");

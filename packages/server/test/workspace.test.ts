@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ApiError, type ErrorKind } from "../src/domain/errors.js";
+import { environmentPath, environmentRoot, hostPathsOf } from "../src/workspace/environment-paths.js";
 import {
   contentTypeFor,
   decodeArtifactId,
@@ -450,5 +451,42 @@ describe("writeUpload", () => {
     mkdirSync(join(root, "d"));
     expectApiError(() => writeUpload(root, { path: "d", content_base64: b64("x") }), "bad_request");
     expectApiError(() => writeUpload(root, { path: root, content_base64: b64("x") }), "bad_request");
+  });
+});
+
+describe("paths clients see (environment-paths)", () => {
+  let base: string;
+  beforeEach(() => {
+    base = mkdtempSync(join(tmpdir(), "cas-envpaths-"));
+  });
+  afterEach(() => rmSync(base, { recursive: true, force: true }));
+
+  it("a session's workspace is /workspace to its clients, or the directory a client chose", () => {
+    expect(environmentRoot({ extra: {} })).toBe("/workspace");
+    expect(environmentRoot({ extra: { environment: "openai_hosted" } })).toBe("/workspace");
+    expect(environmentRoot({ extra: { workspace_directory: "/srv/project" } })).toBe("/srv/project");
+    expect(environmentPath("/workspace", "")).toBe("/workspace");
+    expect(environmentPath("/workspace", "out/a.txt")).toBe("/workspace/out/a.txt");
+  });
+
+  it("maps host paths inside the workspace (as given or through a symlink), nothing else", () => {
+    const real = join(base, "real", "sess_1");
+    mkdirSync(real, { recursive: true });
+    symlinkSync(join(base, "real"), join(base, "link"));
+    const given = join(base, "link", "sess_1");
+    const paths = hostPathsOf({ workspace: given, extra: {} });
+    expect(paths.map(given)).toBe("/workspace");
+    expect(paths.map(`${given}/`)).toBe("/workspace");
+    expect(paths.map(join(given, "src", "app.py"))).toBe("/workspace/src/app.py");
+    expect(paths.map(join(realpathSync(real), "out.txt"))).toBe("/workspace/out.txt");
+    // Another directory that merely starts the same, another session's, relative and system paths: unchanged.
+    expect(paths.map(`${given}-other/x`)).toBe(`${given}-other/x`);
+    expect(paths.map(join(base, "real", "sess_2", "x"))).toBe(join(base, "real", "sess_2", "x"));
+    expect(paths.map("src/app.py")).toBe("src/app.py");
+    expect(paths.map("/usr/bin/env")).toBe("/usr/bin/env");
+    expect(paths.mapOptional(null)).toBeNull();
+    // A directory the client chose maps to itself.
+    const chosen = hostPathsOf({ workspace: real, extra: { workspace_directory: real } });
+    expect(chosen.map(join(real, "a"))).toBe(join(real, "a"));
   });
 });

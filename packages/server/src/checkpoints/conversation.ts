@@ -52,6 +52,74 @@ export interface EngineTurnRef {
   itemIds: string[];
 }
 
+/** The session's turns in order, and which turn (and where in the session's items) each stored item belongs to. */
+async function ownership(store: Store, sessionId: string) {
+  const order = new Map<string, number>();
+  for (let after: string | undefined; ; ) {
+    const page = await store.listTurns(sessionId, { order: "asc", limit: 1000, ...(after ? { after } : {}) });
+    for (const t of page.data) order.set(t.id, order.size);
+    const last = page.data.at(-1);
+    if (!page.has_more || !last) break;
+    after = last.id;
+  }
+  const itemOwner = new Map<string, { turn: string; ordinal: number }>();
+  for (let after: string | undefined; ; ) {
+    const page = await store.listItems(sessionId, {
+      order: "asc",
+      limit: 1000,
+      lazy_data: true,
+      ...(after ? { after } : {}),
+    });
+    for (const i of page.data) itemOwner.set(i.id, { turn: i.turn_id, ordinal: i.ordinal });
+    const last = page.data.at(-1);
+    if (!page.has_more || !last) break;
+    after = last.id;
+  }
+  return { order, itemOwner };
+}
+
+/** The service turn each engine turn belongs to (see the module's comment), oldest first. */
+function ownersOf(
+  itemOwner: ReadonlyMap<string, { turn: string }>,
+  engineTurns: readonly EngineTurnRef[],
+): Array<string | null> {
+  const owners: Array<string | null> = [];
+  for (const t of engineTurns) {
+    const known = t.itemIds.map((id) => itemOwner.get(id)?.turn).find((o) => o !== undefined) ?? null;
+    owners.push(known ?? owners.at(-1) ?? null);
+  }
+  return owners;
+}
+
+/**
+ * The history of the conversation made of the first `prefix` engine turns: the service turns they belong to, and
+ * when the last of them is only partly in it (a fork from within a goal turn), the ordinal of its last item the
+ * conversation holds (null: the turns' items, all of them).
+ */
+export async function conversationHistory(
+  store: Store,
+  sessionId: string,
+  engineTurns: readonly EngineTurnRef[],
+  prefix: number,
+): Promise<{ turn_ids: string[]; through_ordinal: number | null }> {
+  const { itemOwner } = await ownership(store, sessionId);
+  const owners = ownersOf(itemOwner, engineTurns);
+  const held = owners.slice(0, prefix);
+  const turnIds = [...new Set(held.filter((o): o is string => o !== null))];
+  const last = turnIds.at(-1);
+  if (last === undefined || !owners.slice(prefix).includes(last)) {
+    return { turn_ids: turnIds, through_ordinal: null };
+  }
+  let through = -1;
+  for (const t of engineTurns.slice(0, prefix)) {
+    for (const id of t.itemIds) {
+      const o = itemOwner.get(id);
+      if (o && o.turn === last) through = Math.max(through, o.ordinal);
+    }
+  }
+  return { turn_ids: turnIds, through_ordinal: through };
+}
+
 /**
  * How many of the thread's engine turns (oldest first) the conversation at `point` holds. Conflict when that
  * conversation is gone (its turn was reverted away since).
@@ -62,32 +130,8 @@ export async function conversationPrefix(
   point: ConvPoint,
   engineTurns: readonly EngineTurnRef[],
 ): Promise<number> {
-  const order = new Map<string, number>();
-  for (let after: string | undefined; ; ) {
-    const page = await store.listTurns(sessionId, { order: "asc", limit: 1000, ...(after ? { after } : {}) });
-    for (const t of page.data) order.set(t.id, order.size);
-    const last = page.data.at(-1);
-    if (!page.has_more || !last) break;
-    after = last.id;
-  }
-  const itemOwner = new Map<string, string>();
-  for (let after: string | undefined; ; ) {
-    const page = await store.listItems(sessionId, {
-      order: "asc",
-      limit: 1000,
-      lazy_data: true,
-      ...(after ? { after } : {}),
-    });
-    for (const i of page.data) itemOwner.set(i.id, i.turn_id);
-    const last = page.data.at(-1);
-    if (!page.has_more || !last) break;
-    after = last.id;
-  }
-  const owners: Array<string | null> = [];
-  for (const t of engineTurns) {
-    const known = t.itemIds.map((id) => itemOwner.get(id)).find((o) => o !== undefined) ?? null;
-    owners.push(known ?? owners.at(-1) ?? null);
-  }
+  const { order, itemOwner } = await ownership(store, sessionId);
+  const owners = ownersOf(itemOwner, engineTurns);
   const rank = (owner: string | null) => (owner === null ? -1 : (order.get(owner) ?? -1));
   const count = (keep: (r: number) => boolean) => owners.filter((o) => keep(rank(o))).length;
   const turnRank = (turn: string) => {
@@ -114,7 +158,7 @@ export async function conversationPrefix(
         return (own[k - 1] as number) + 1;
       }
       // The turn never reached the engine (nothing of it is stored): the conversation stood as before it.
-      if (![...itemOwner.values()].includes(point.turn)) return count((x) => x <= r);
+      if (![...itemOwner.values()].some((o) => o.turn === point.turn)) return count((x) => x <= r);
       throw conflict(
         `The conversation as it was after turn ${point.turn} is no longer in this session's thread (it was reverted ` +
           "since): restore the files only (conversation: keep), or first restore the checkpoint taken before that revert",

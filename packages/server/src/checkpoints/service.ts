@@ -46,6 +46,7 @@ import type { EventHub } from "../stream/hub.js";
 import type { Clock, Timer } from "../util/clock.js";
 import {
   type ConvPoint,
+  conversationHistory,
   conversationPrefix,
   type EngineTurnRef,
   formatConv,
@@ -586,6 +587,12 @@ export class CheckpointService {
       let thread: string | null = null;
       if (plan?.thread && plan.prefix > 0) {
         thread = await this.forkThread(s, plan.thread, plan.turns[plan.prefix - 1]!.id, created.workspace);
+        // The fork's history is the conversation it was forked with: those turns and their items.
+        await store.copyHistory(
+          s.id,
+          created.id,
+          await conversationHistory(store, s.id, plan.turns, plan.prefix),
+        );
       }
       const session =
         (await store.updateSession(created.id, { thread_id: thread, agent_id: s.agent_id })) ?? created;

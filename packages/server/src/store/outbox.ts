@@ -21,14 +21,19 @@ export const WEBHOOK_EVENT_TYPES = [
 
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
-/** The id of the environment every session runs in here (the official dialect reports the same one). */
+/** The id of the environment a session runs in when none was prepared for it (the official dialect reports it too). */
 const LOCAL_ENVIRONMENT_ID = "env_local";
 
-/** `environment_type` (and `environment_id` when there is one) of a session, as the official events carry them. */
+/**
+ * `environment_type` (and `environment_id` when there is one) of a session, as the official events carry them: the
+ * same as its `environment` (none, the environment prepared for it, or this server's own workspace).
+ */
 export function environmentData(s: Pick<SessionRecord, "extra">): Record<string, unknown> {
-  return s.extra.environment === "none"
-    ? { environment_type: "none" }
-    : { environment_type: "self_hosted", environment_id: LOCAL_ENVIRONMENT_ID };
+  if (s.extra.environment === "none") return { environment_type: "none" };
+  if (s.extra.environment === "openai_hosted" && typeof s.extra.environment_id === "string") {
+    return { environment_type: "openai_hosted", environment_id: s.extra.environment_id };
+  }
+  return { environment_type: "self_hosted", environment_id: LOCAL_ENVIRONMENT_ID };
 }
 
 /** The webhook event of a session's status (`agent.session.<status>`), with its data. */

@@ -58,6 +58,8 @@ export interface ItemListOptions extends ListOptions {
   turn_id?: string;
   /** Only items of these turns (e.g. a subagent's). */
   turn_ids?: readonly string[];
+  /** Only items of the session's own turns, not of its subagents' (each has its own history). */
+  root_only?: boolean;
   /** Leave out items of these engine types (e.g. the user's own messages). */
   exclude_types?: readonly string[];
   /** Only these states (default: all). */
@@ -67,6 +69,13 @@ export interface ItemListOptions extends ListOptions {
    * `data` on first access instead of with the page.
    */
   lazy_data?: boolean;
+}
+
+/** What {@link Queries.copyHistory} copies. */
+export interface HistoryCopy {
+  turn_ids: readonly string[];
+  /** Only items at or before this ordinal of the source session (null: all of the turns' items). */
+  through_ordinal: number | null;
 }
 
 export type SessionPatch = Partial<Omit<SessionRecord, "id" | "project_id" | "created_at">>;
@@ -159,6 +168,12 @@ export interface Queries {
   listItems(sessionId: string, opts: ItemListOptions): Promise<Page<ItemRecord>>;
   /** Items of a turn still `started`: marks them `incomplete` with `status` set on their data; returns them. */
   closeOpenItems(sessionId: string, turnId: string, status: string): Promise<ItemRecord[]>;
+  /**
+   * Copies the items of these turns of one session (its own turns, not its subagents'; with `through_ordinal`, only
+   * those at or before it), in their order, after the other session's items, and those turns (unless it has them),
+   * as they are; no event is logged. Returns how many items were copied (a fork's history: checkpoints/service.ts).
+   */
+  copyHistory(fromSessionId: string, toSessionId: string, opts: HistoryCopy): Promise<number>;
 
   // event log
   /**

@@ -39,6 +39,7 @@ import type {
   TurnStatus,
   Usage,
 } from "../store/types.js";
+import { environmentRoot } from "../workspace/environment-paths.js";
 import { checkpointEventObject } from "./checkpoint.js";
 import { environmentEventObject, hostedEnvironmentObject } from "./environments.js";
 import { goalObject } from "./goal.js";
@@ -123,8 +124,15 @@ export function usageObject(u: Usage | null): TokenUsage | null {
   };
 }
 
-/** The id of the environment every session's files live in here: this server's own workspace. */
+/** The id of the environment a session's files live in when this server did not prepare one for it. */
 export const LOCAL_ENVIRONMENT_ID = "env_local";
+
+/** The id of the environment a session's files live in: the one prepared for it, else this server's own. */
+export function environmentIdOf(s: SessionRecord): string {
+  return s.extra.environment === "openai_hosted" && typeof s.extra.environment_id === "string"
+    ? s.extra.environment_id
+    : LOCAL_ENVIRONMENT_ID;
+}
 
 /** The environment a session reports: none, or this server's own workspace as a self-hosted environment. */
 function environmentOf(s: SessionRecord): Environment {
@@ -138,7 +146,8 @@ function environmentOf(s: SessionRecord): Environment {
     id: LOCAL_ENVIRONMENT_ID,
     capability_directories: [],
     remote_url: "",
-    workspace_directory: s.workspace,
+    // Where its files are as clients see them (never this host's directory, unless the client chose it).
+    workspace_directory: environmentRoot(s),
   };
 }
 

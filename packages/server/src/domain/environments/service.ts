@@ -32,6 +32,7 @@ import type {
 import type { EventHub } from "../../stream/hub.js";
 import type { Clock } from "../../util/clock.js";
 import { type ArtifactInfo, listArtifacts } from "../../workspace/artifacts.js";
+import { environmentPath } from "../../workspace/environment-paths.js";
 import { encodeArtifactId, isInside, realpathLoose, resolveDetailed } from "../../workspace/paths.js";
 import { writeUpload } from "../../workspace/upload.js";
 import { ApiError, badRequest, conflict, notFound } from "../errors.js";
@@ -539,7 +540,11 @@ export class EnvironmentService {
     }
     if (!st?.isDirectory()) return { data: [], next: null };
     const prefix = dirRel === "" ? "" : `${dirRel}/`;
-    const show = (a: ArtifactInfo) => ({ path: `${WORKSPACE_ROOT}/${prefix}${a.path}`, size_bytes: a.size });
+    // The same paths as the session's artifacts (environment-paths.ts).
+    const show = (a: ArtifactInfo) => ({
+      path: environmentPath(WORKSPACE_ROOT, `${prefix}${a.path}`),
+      size_bytes: a.size,
+    });
     const afterRel =
       opts.after === null
         ? null

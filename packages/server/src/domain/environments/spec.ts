@@ -15,14 +15,15 @@ import type {
   EnvironmentTemplateConfig,
   TemplateFileInfo,
 } from "../../store/types.js";
+import { ENVIRONMENT_ROOT } from "../../workspace/environment-paths.js";
 import { ApiError, badRequest } from "../errors.js";
 
 /** A 422 with a code naming what is not supported here. */
 export const unsupported = (message: string, param: string, code = "unsupported_environment_feature") =>
   new ApiError("unprocessable", message, "ValueError", param, code);
 
-/** The official root of an environment's files. */
-export const WORKSPACE_ROOT = "/workspace";
+/** The official root of an environment's files (where clients see every session's files: environment-paths.ts). */
+export const WORKSPACE_ROOT = ENVIRONMENT_ROOT;
 
 const STD_BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;

@@ -16,6 +16,7 @@ import type {
   SessionRecord,
 } from "../../store/types.js";
 import type { EventHub, LogFn } from "../../stream/hub.js";
+import type { HostPaths } from "../../workspace/environment-paths.js";
 import { badRequest } from "../errors.js";
 import type { ServerToolAnswer, ServerToolCall } from "../hooks.js";
 import { newId } from "../ids.js";
@@ -37,6 +38,8 @@ export interface ActionsDeps {
   itemLogged: (itemId: string) => Promise<void>;
   /** Whether the turn's recorder has logged the start of this item (a client may have seen it). */
   itemStarted: (itemId: string) => boolean;
+  /** The session's host paths as its clients see them (an approval's `cwd` and `grant_root`). */
+  paths: HostPaths;
   /** A tool this server answers itself for the session, by name (its calls are no required actions). */
   serverTool?: (name: string) => ((call: ServerToolCall) => Promise<ServerToolAnswer>) | undefined;
 }
@@ -96,7 +99,7 @@ export class TurnActions {
   async request(request: ServerRequest): Promise<unknown> {
     const served = this.serverToolCall(request);
     if (served) return served;
-    const action = actionFor(request, this.turnId, this.deps.now());
+    const action = actionFor(request, this.turnId, this.deps.now(), this.deps.paths);
     if (!action) return defaultServerRequestResponse(request.method);
     if (this.closed) return refusal(request);
     const itemId = action.type === "function_call" ? action.id : action.item_id;
@@ -215,7 +218,12 @@ export class TurnActions {
 }
 
 /** The required action for a request of the engine, or null when the client is not asked. */
-function actionFor(request: ServerRequest, turnId: string, now: number): RequiredAction | null {
+function actionFor(
+  request: ServerRequest,
+  turnId: string,
+  now: number,
+  paths: HostPaths,
+): RequiredAction | null {
   const r = request as unknown as Protocol.ServerRequest;
   switch (r.method) {
     case "item/tool/call":
@@ -232,14 +240,17 @@ function actionFor(request: ServerRequest, turnId: string, now: number): Require
         message: r.params.reason ?? `Run \`${r.params.command ?? ""}\``,
         details: {
           command: r.params.command ?? null,
-          cwd: r.params.cwd ?? null,
+          cwd: paths.mapOptional(r.params.cwd ?? null),
           reason: r.params.reason ?? null,
         },
       });
     case "item/fileChange/requestApproval":
       return approval(turnId, now, "file_change", r.params.itemId, {
         message: r.params.reason ?? "Apply file changes",
-        details: { reason: r.params.reason ?? null, grant_root: r.params.grantRoot ?? null },
+        details: {
+          reason: r.params.reason ?? null,
+          grant_root: paths.mapOptional(r.params.grantRoot ?? null),
+        },
       });
     case "mcpServer/elicitation/request": {
       const p = r.params;

@@ -8,8 +8,10 @@ import type { Thread, ThreadItem, TurnEvent } from "@codex-agent-api/codex";
 import type { Logger } from "pino";
 import type { DeltaKind, LogEvent, StoredItem } from "../../store/types.js";
 import type { AppendOptions, EventHub } from "../../stream/hub.js";
+import type { HostPaths } from "../../workspace/environment-paths.js";
 import type { GoalRun } from "../goals/run.js";
 import { ACTION_METHODS } from "./actions.js";
+import { mapItemPaths } from "./item-paths.js";
 import { SubagentRecorder } from "./subagents.js";
 
 /** Which stream a delta belongs to. */
@@ -42,11 +44,14 @@ export class TurnRecorder {
     readonly sessionId: string,
     readonly turnId: string,
     private readonly goal: GoalRun | null,
+    /** Where the session's workspace is as its clients see it: the paths in items are stored that way. */
+    private readonly paths: HostPaths,
   ) {
     this.subagents = new SubagentRecorder(
       {
         hub,
         now,
+        mapItem: (item) => mapItemPaths(item, paths),
         log: (event, opts = {}) => this.logAs(event, opts),
         indexOf: (id) => this.indexOf(id),
       },
@@ -142,7 +147,7 @@ export class TurnRecorder {
         this.subagents.onNotification(event.params);
         return;
       case "item/started": {
-        const item = event.params.item as ThreadItem;
+        const item = mapItemPaths(event.params.item as ThreadItem, this.paths) as ThreadItem;
         this.log(
           { type: "item.started", data: { item, output_index: this.indexOf(item.id) } },
           { item: { kind: "start", turn_id: this.turnId, item, created_at: this.now() } },
@@ -153,7 +158,7 @@ export class TurnRecorder {
         return;
       }
       case "item/completed": {
-        const item = event.params.item as ThreadItem;
+        const item = mapItemPaths(event.params.item as ThreadItem, this.paths) as ThreadItem;
         this.finishItem(item);
         if (item.type === "collabAgentToolCall") this.subagents.onToolCall(item);
         // A client's answer to a function call: its own item in the history, after the call.

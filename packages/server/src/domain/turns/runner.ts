@@ -31,6 +31,7 @@ import {
 } from "../../store/types.js";
 import type { EventHub } from "../../stream/hub.js";
 import type { Clock, Timer } from "../../util/clock.js";
+import { hostPathsOf } from "../../workspace/environment-paths.js";
 import { badRequest, conflict, unavailable } from "../errors.js";
 import { isTurnEnd } from "../events.js";
 import type { GoalRun } from "../goals/run.js";
@@ -435,10 +436,12 @@ export class TurnRunner {
     const engineReady = new Promise<Turn | null>((r) => {
       setEngineTurn = r;
     });
-    const recorder = new TurnRecorder(hub, logger, () => clock.now(), session.id, turn.id, goal);
+    const paths = hostPathsOf(session);
+    const recorder = new TurnRecorder(hub, logger, () => clock.now(), session.id, turn.id, goal, paths);
     const actions = new TurnActions(
       {
         hub,
+        paths,
         now: () => clock.now(),
         itemLogged: (id) => recorder.itemLogged(id),
         itemStarted: (id) => recorder.itemStarted(id),

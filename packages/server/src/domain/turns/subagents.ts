@@ -5,7 +5,14 @@
  * interleaved with the root turn's (which the client follows by `subagent_id: null`).
  */
 import type { SubagentNotificationEvent, ThreadItem } from "@codex-agent-api/codex";
-import type { SessionRecord, SubagentRecord, TurnRecord, TurnStatus, Usage } from "../../store/types.js";
+import type {
+  SessionRecord,
+  StoredItem,
+  SubagentRecord,
+  TurnRecord,
+  TurnStatus,
+  Usage,
+} from "../../store/types.js";
 import type { EventHub } from "../../stream/hub.js";
 import { newId } from "../ids.js";
 import { addUsage, toUsage, ZERO_USAGE } from "../usage.js";
@@ -44,6 +51,8 @@ export class SubagentRecorder {
       now: () => number;
       log: Log;
       indexOf: (itemId: string) => number;
+      /** An engine item as it is stored (its host paths as the session's clients see them). */
+      mapItem: (item: ThreadItem) => StoredItem;
     },
     readonly sessionId: string,
   ) {}
@@ -89,7 +98,7 @@ export class SubagentRecorder {
       case "item/completed": {
         const t = this.turns.get(child);
         if (!t) return;
-        const item = n.params.item;
+        const item = this.deps.mapItem(n.params.item);
         const started = n.method === "item/started";
         this.deps.log(
           {

@@ -4,6 +4,7 @@ import { z } from "zod";
 import type { Core } from "../../core.js";
 import type { SessionRecord, Store } from "../../store/types.js";
 import * as openai from "../../wire/openai.js";
+import { environmentPath, environmentRoot } from "../../workspace/environment-paths.js";
 import {
   type ArtifactInfo,
   contentTypeFor,
@@ -16,10 +17,32 @@ import {
 import type { App } from "../app-types.js";
 import { ArtifactParams, ListQuery, SessionParams } from "../validate.js";
 
+/** The `turn_id` of a file no turn published. */
+const NO_TURN = "";
+
+/** How many events at the start of a session's log are searched for the end of its environment's preparation. */
+const SETUP_EVENTS = 200;
+
 /**
- * The session turn a file belongs to: the one running when it was last written (turn and file times both have
- * sub-second precision); else the last turn that started before it was written; else the session's first turn
- * (the official type requires a turn id; a session with no turn at all reports "").
+ * When the session's environment was prepared, if that happened in the session's life (an inline `openai_hosted`
+ * environment is prepared during its first turn: its files, packages and setup commands' output are written before
+ * it is ready); null otherwise (no environment, or one prepared ahead, before the session existed).
+ */
+async function setupEndOf(store: Store, s: SessionRecord): Promise<number | null> {
+  if (s.extra.environment !== "openai_hosted") return null;
+  for (const e of await store.readEvents(s.id, 0, SETUP_EVENTS)) {
+    if (e.type !== "environment.updated") continue;
+    const status = e.data.environment.status;
+    if (status === "ready" || status === "failed") return e.created_at;
+  }
+  return null;
+}
+
+/**
+ * The session turn that published a file: the one running when it was last written (turn and file times both have
+ * sub-second precision), else the last turn that started before it was written. A file no turn wrote has none: one
+ * the environment's preparation made (its files, packages, setup commands' output), or one written before the first
+ * turn. The official type has no field for another publisher and requires a string (of length 0 or more): "".
  */
 async function turnAttribution(store: Store, s: SessionRecord): Promise<(a: ArtifactInfo) => string> {
   const turns = (await store.listTurns(s.id, { limit: 1000, order: "asc" })).data.map((t) => ({
@@ -27,6 +50,7 @@ async function turnAttribution(store: Store, s: SessionRecord): Promise<(a: Arti
     from: t.started_at ?? t.created_at,
     to: t.completed_at ?? Infinity,
   }));
+  const setupEnd = await setupEndOf(store, s);
   return (a) => {
     let mtime: number;
     try {
@@ -34,13 +58,18 @@ async function turnAttribution(store: Store, s: SessionRecord): Promise<(a: Arti
     } catch {
       mtime = a.modifiedAt;
     }
+    if (setupEnd !== null && mtime <= setupEnd) return NO_TURN;
     const during = turns.find((t) => t.from <= mtime && mtime <= t.to);
     if (during) return during.id;
-    const before = turns.filter((t) => t.from <= mtime).at(-1);
-    return before?.id ?? turns[0]?.id ?? "";
+    return turns.filter((t) => t.from <= mtime).at(-1)?.id ?? NO_TURN;
   };
 }
 
+/**
+ * A workspace file as an official artifact: its path inside the session's environment (`/workspace/…`, the same as
+ * the environment's file listing shows; never this host's directory), the environment it is in, the turn that
+ * published it ("" when none did: see {@link turnAttribution}).
+ */
 function artifactObject(
   s: SessionRecord,
   a: ArtifactInfo,
@@ -51,8 +80,8 @@ function artifactObject(
     object: "agent.session.artifact",
     session_id: s.id,
     turn_id: turnOf(a),
-    environment_id: openai.LOCAL_ENVIRONMENT_ID,
-    path: a.absPath,
+    environment_id: openai.environmentIdOf(s),
+    path: environmentPath(environmentRoot(s), a.path),
     size_bytes: a.size,
     created_at: Math.floor(a.createdAt),
   };
@@ -99,8 +128,8 @@ export function artifactListRoutes(app: App, core: Core): void {
     async (req) => {
       const s = await sessions.get(req.scope, req.params.session_id);
       const q = req.query;
-      // Every artifact is in the session's workspace: another environment has none.
-      if (q.environment_id !== undefined && q.environment_id !== openai.LOCAL_ENVIRONMENT_ID) {
+      // Every artifact is in the session's environment: another environment has none.
+      if (q.environment_id !== undefined && q.environment_id !== openai.environmentIdOf(s)) {
         return openai.page({ data: [], has_more: false });
       }
       const limit = q.limit ?? 20;

@@ -81,7 +81,12 @@ export async function sessionEnvironment(
     );
     return {
       ...base,
-      extra: { ...base.extra, environment: "self_hosted" },
+      // A directory the client chose is where its files are, to it too (environment-paths.ts).
+      extra: {
+        ...base.extra,
+        environment: "self_hosted",
+        ...(directory ? { workspace_directory: directory } : {}),
+      },
       ...(directory ? { workspace: "shared" as const, directory } : {}),
     };
   }

@@ -9,8 +9,11 @@ import { PageCache, RenderedItems } from "../../wire/openai-items.js";
 import type { App } from "../app-types.js";
 import { ListQuery, SessionParams, TurnParams } from "../validate.js";
 
-/** Which items a page lists: a session's, one turn's, or those of a set of turns (a subagent's). */
-type ItemFilter = Pick<ItemListOptions, "turn_id" | "turn_ids">;
+/**
+ * Which items a page lists: the session's own (its root agent's: each subagent has its own history), one turn's, or
+ * those of a set of turns (a subagent's).
+ */
+type ItemFilter = Pick<ItemListOptions, "turn_id" | "turn_ids" | "root_only">;
 
 const SubagentParams = SessionParams.extend({ subagent_id: z.string().min(1).max(200) });
 const SubagentTurnParams = SubagentParams.extend({ turn_id: z.string().min(1).max(200) });
@@ -106,7 +109,7 @@ function itemRoutes(app: App, core: Core): void {
   ) => {
     const sessionId = s.id;
     const seq = await store.lastEventSeq(sessionId);
-    const filter = only.turn_id ?? only.turn_ids?.join(",") ?? "";
+    const filter = only.turn_id ?? only.turn_ids?.join(",") ?? (only.root_only ? "root" : "");
     const key = `${sessionId}\u0000${filter}\u0000${q.limit ?? ""}\u0000${q.order ?? ""}\u0000${q.after ?? ""}`;
     const etag = `"${sessionId}.${seq}"`;
     reply.header("etag", etag).type("application/json; charset=utf-8");
@@ -124,7 +127,7 @@ function itemRoutes(app: App, core: Core): void {
     { schema: { params: SessionParams, querystring: ListQuery } },
     async (req, reply) => {
       const s = await sessions.get(req.scope, req.params.session_id);
-      return page(req, reply, s, req.query);
+      return page(req, reply, s, req.query, { root_only: true });
     },
   );
   app.get(

@@ -56,7 +56,40 @@ export function planItemWrites(events: readonly NewEvent[]): PlannedItem[] {
   return planned;
 }
 
-export type ItemQueries = Pick<Queries, "listItems" | "closeOpenItems">;
+export type ItemQueries = Pick<Queries, "listItems" | "closeOpenItems" | "copyHistory">;
+
+/** The columns of a turn copied to another session (all but its session). */
+const TURN_COPY_COLS = "created_at, started_at, completed_at, status, input, error, usage, goal, subagent_id";
+
+/**
+ * One statement (so one transaction): the items (root turns only), their turns (kept when the target has them),
+ * the items after the target's last ordinal, and its counter moved past them (the target's row locked meanwhile).
+ */
+const COPY_HISTORY = `
+  WITH base AS (SELECT last_ordinal FROM sessions WHERE id = $2 FOR UPDATE),
+  src AS (
+    SELECT turn_id, id, type, state, created_at, data, row_number() OVER (ORDER BY ordinal) AS n
+    FROM items
+    WHERE session_id = $1 AND ordinal <= $4
+      AND turn_id IN (SELECT id FROM turns WHERE session_id = $1 AND subagent_id IS NULL AND id = ANY ($3::text[]))
+  ),
+  copied_turns AS (
+    INSERT INTO turns (id, session_id, ${TURN_COPY_COLS})
+    SELECT id, $2, ${TURN_COPY_COLS} FROM turns
+    WHERE session_id = $1 AND id IN (SELECT turn_id FROM src)
+    ORDER BY rid
+    ON CONFLICT (session_id, id) DO NOTHING
+    RETURNING 1
+  ),
+  copied AS (
+    INSERT INTO items (session_id, ordinal, turn_id, id, type, state, created_at, data)
+    SELECT $2, base.last_ordinal + src.n, src.turn_id, src.id, src.type, src.state, src.created_at, src.data
+    FROM src, base
+    RETURNING 1
+  )
+  UPDATE sessions SET last_ordinal = last_ordinal + (SELECT count(*) FROM copied)
+  WHERE id = $2
+  RETURNING (SELECT count(*) FROM copied) AS copied, (SELECT count(*) FROM copied_turns) AS turns`;
 
 export function itemQueries(db: PgDb): ItemQueries {
   return {
@@ -71,6 +104,9 @@ export function itemQueries(db: PgDb): ItemQueries {
       };
       if (opts.turn_id !== undefined) add((n) => `turn_id = ${n}`, opts.turn_id);
       if (opts.turn_ids !== undefined) add((n) => `turn_id = ANY (${n}::text[])`, [...opts.turn_ids]);
+      if (opts.root_only) {
+        where.push("turn_id NOT IN (SELECT id FROM turns WHERE session_id = $1 AND subagent_id IS NOT NULL)");
+      }
       if (opts.exclude_types?.length) add((n) => `type <> ALL (${n}::text[])`, [...opts.exclude_types]);
       if (opts.states?.length) add((n) => `state = ANY (${n}::text[])`, [...opts.states]);
       if (opts.after !== undefined) {
@@ -95,6 +131,16 @@ export function itemQueries(db: PgDb): ItemQueries {
         [sessionId, turnId, status],
       );
       return closed.sort((a, b) => a.ordinal - b.ordinal);
+    },
+    async copyHistory(fromSessionId, toSessionId, opts) {
+      if (opts.turn_ids.length === 0) return 0;
+      const n = await db.value<string | number>(COPY_HISTORY, [
+        fromSessionId,
+        toSessionId,
+        [...opts.turn_ids],
+        opts.through_ordinal ?? Number.MAX_SAFE_INTEGER,
+      ]);
+      return Number(n ?? 0);
     },
   };
 }

@@ -112,7 +112,7 @@ function compose(raw: Database.Database, file: string): SqliteStore {
     ...agentQueries(db),
     ...sessionQueries(db, counters),
     ...turnQueries(db),
-    ...itemQueries(db),
+    ...itemQueries(db, counters),
     ...eventQueries(db, counters),
     ...goalQueries(db),
     ...idempotencyQueries(db),

@@ -98,9 +98,12 @@ export function writeItem(db: SqliteDb, counters: Counters, sessionId: string, w
   return ordinal;
 }
 
-export type ItemQueries = Pick<Queries, "listItems" | "closeOpenItems">;
+export type ItemQueries = Pick<Queries, "listItems" | "closeOpenItems" | "copyHistory">;
 
-export function itemQueries(db: SqliteDb): ItemQueries {
+/** The columns of a turn copied to another session (all but its session). */
+const TURN_COPY_COLS = "created_at, started_at, completed_at, status, input, error, usage, goal, subagent_id";
+
+export function itemQueries(db: SqliteDb, counters: Counters): ItemQueries {
   return {
     async listItems(sessionId, opts) {
       const limit = clampLimit(opts.limit);
@@ -114,6 +117,10 @@ export function itemQueries(db: SqliteDb): ItemQueries {
       if (opts.turn_ids !== undefined) {
         where.push(opts.turn_ids.length ? `turn_id IN (${opts.turn_ids.map(() => "?").join(", ")})` : "0");
         params.push(...opts.turn_ids);
+      }
+      if (opts.root_only) {
+        where.push("turn_id NOT IN (SELECT id FROM turns WHERE session_id = ? AND subagent_id IS NOT NULL)");
+        params.push(sessionId);
       }
       if (opts.exclude_types?.length) {
         where.push(`type NOT IN (${opts.exclude_types.map(() => "?").join(", ")})`);
@@ -147,6 +154,48 @@ export function itemQueries(db: SqliteDb): ItemQueries {
     },
     async closeOpenItems(sessionId, turnId, status) {
       return db.atomic(() => closeOpenIn(db, sessionId, turnId, status));
+    },
+    async copyHistory(fromSessionId, toSessionId, opts) {
+      if (opts.turn_ids.length === 0) return 0;
+      const turns = JSON.stringify([...opts.turn_ids]);
+      return db.atomic(() => {
+        // Root turns only: a subagent's items are its own history.
+        const rows = db.all<ItemRow>(
+          `SELECT ${COLS} FROM items WHERE session_id = ? AND ordinal <= ? AND turn_id IN ` +
+            "(SELECT id FROM turns WHERE session_id = ? AND subagent_id IS NULL AND id IN (SELECT value FROM json_each(?))) " +
+            "ORDER BY ordinal",
+          fromSessionId,
+          opts.through_ordinal ?? Number.MAX_SAFE_INTEGER,
+          fromSessionId,
+          turns,
+        );
+        if (rows.length === 0) return 0;
+        db.run(
+          `INSERT OR IGNORE INTO turns (id, session_id, ${TURN_COPY_COLS}) ` +
+            `SELECT id, ?, ${TURN_COPY_COLS} FROM turns WHERE session_id = ? AND id IN (SELECT value FROM json_each(?)) ` +
+            "ORDER BY rid",
+          toSessionId,
+          fromSessionId,
+          JSON.stringify([...new Set(rows.map((r) => r.turn_id))]),
+        );
+        let ordinal = counters.lastOrdinal(toSessionId);
+        for (const r of rows) {
+          ordinal += 1;
+          db.run(
+            `INSERT INTO items (${COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+            toSessionId,
+            r.turn_id,
+            ordinal,
+            r.id,
+            r.type,
+            r.state,
+            r.created_at,
+            r.data,
+          );
+        }
+        counters.setOrdinal(toSessionId, ordinal);
+        return rows.length;
+      });
     },
   };
 }
