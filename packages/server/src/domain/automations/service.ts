@@ -3,6 +3,7 @@
  * new session or notify an existing one, within the caller's project. This is the API side; the scheduler fires
  * due occurrences and the deliverer delivers invocations (scheduler.ts, deliverer.ts).
  */
+
 import type {
   AutomationCreatedBy,
   AutomationPatch,
@@ -14,6 +15,7 @@ import type {
   Store,
 } from "../../store/types.js";
 import type { Clock } from "../../util/clock.js";
+import { isUnixSeconds, MAX_UNIX_SECONDS, MAX_UNIX_SECONDS_ISO } from "../../util/unix-seconds.js";
 import type { AgentService } from "../agents.js";
 import { badRequest, conflict, notFound } from "../errors.js";
 import type { Scope } from "../scope.js";
@@ -302,8 +304,12 @@ function checkName(name: string): string {
 }
 
 function futureRunAt(runAt: number, now: number): number {
-  if (!Number.isFinite(runAt) || runAt <= now) {
-    throw badRequest("'run_at' must be a future Unix timestamp in seconds", "run_at");
+  if (!isUnixSeconds(runAt)) {
+    throw badRequest(
+      `'run_at' must be a Unix timestamp in whole seconds, at most ${MAX_UNIX_SECONDS} (${MAX_UNIX_SECONDS_ISO})`,
+      "run_at",
+    );
   }
+  if (runAt <= now) throw badRequest("'run_at' must be a future Unix timestamp in seconds", "run_at");
   return runAt;
 }

@@ -3,6 +3,8 @@
  * token endpoint, the client authenticated as configured (none: client_id in the body; client_secret_basic: HTTP
  * Basic; client_secret_post: id and secret in the body), `resource` (RFC 8707) and `scope` when configured.
  */
+import { isUnixSeconds } from "../../util/unix-seconds.js";
+
 export interface RefreshRequest {
   token_endpoint: string;
   client_id: string;
@@ -71,9 +73,11 @@ export async function refreshAccessToken(
     throw new OAuthRefreshError("the token endpoint's answer has no access_token");
   }
   const expiresIn = typeof json.expires_in === "number" ? json.expires_in : Number(json.expires_in);
+  // An expiry past what a time can be (a huge expires_in) is no known expiry, not an error that drops the token.
+  const expiresAt = Number.isFinite(expiresIn) && expiresIn > 0 ? Math.floor(now + expiresIn) : null;
   return {
     access_token: json.access_token,
-    expires_at: Number.isFinite(expiresIn) && expiresIn > 0 ? now + expiresIn : null,
+    expires_at: expiresAt !== null && isUnixSeconds(expiresAt) ? expiresAt : null,
     refresh_token: typeof json.refresh_token === "string" && json.refresh_token ? json.refresh_token : null,
   };
 }
