@@ -3,7 +3,14 @@ import type { FastifyRequest } from "fastify";
 /** Which wire format a request speaks: the official SDKs always send `OpenAI-Beta: agents=v1`. */
 export type Dialect = "openai" | "template";
 
-export function dialectOf(req: Pick<FastifyRequest, "headers">): Dialect {
+/**
+ * Resources of the official API only, whatever the header says: the SDK's webhook methods send none. Every answer
+ * on them is official, the refusals made before any route (auth, content type, origin, a malformed URL) included.
+ */
+const OFFICIAL_ONLY = /^\/v1\/webhook_(?:endpoints|event_types)(?:[/?#]|$)/;
+
+export function dialectOf(req: { headers: FastifyRequest["headers"]; url?: string | undefined }): Dialect {
+  if (OFFICIAL_ONLY.test(req.url ?? "")) return "openai";
   const beta = req.headers["openai-beta"];
   const values = Array.isArray(beta) ? beta : beta ? [beta] : [];
   return values.some((v) => /(^|[,\s])agents=v1\b/.test(v)) ? "openai" : "template";
@@ -24,6 +31,6 @@ export const dialectConstraint = {
       },
     };
   },
-  deriveConstraint: (req: Pick<FastifyRequest, "headers">) => dialectOf(req),
+  deriveConstraint: (req: { headers: FastifyRequest["headers"]; url?: string | undefined }) => dialectOf(req),
   mustMatchWhenDerived: false,
 };

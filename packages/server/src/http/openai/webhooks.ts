@@ -83,20 +83,9 @@ const attemptObject = (a: WebhookDeliveryRecord["attempt_log"][number]) => ({
   duration_ms: a.duration_ms,
 });
 
+/** Served whatever the dialect header says (http/dialect.ts: these paths are official), in the official shapes. */
 export function webhookRoutes(app: App, core: Core): void {
-  // Served for both dialect headers (the SDK's webhook methods send none) and answered in the official shapes.
-  app.register(async (official: App) => {
-    official.addHook("onRoute", (route) => {
-      if (route.constraints) {
-        const { dialect: _dialect, ...others } = route.constraints as Record<string, unknown>;
-        route.constraints = others;
-      }
-    });
-    official.addHook("onRequest", async (req) => {
-      req.headers["openai-beta"] = "agents=v1";
-    });
-    routes(official, core);
-  });
+  routes(app, core);
 }
 
 function routes(app: App, core: Core): void {
