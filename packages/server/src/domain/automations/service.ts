@@ -3,7 +3,6 @@
  * new session or notify an existing one, within the caller's project. This is the API side; the scheduler fires
  * due occurrences and the deliverer delivers invocations (scheduler.ts, deliverer.ts).
  */
-
 import type {
   AutomationCreatedBy,
   AutomationPatch,
