@@ -10,6 +10,7 @@ import type { Engines } from "../src/engine/types.js";
 import type { App } from "../src/http/app-types.js";
 import { type Service, startService } from "../src/service.js";
 import { SqliteStore } from "../src/store/sqlite/index.js";
+import type { Store } from "../src/store/types.js";
 import type { Clock } from "../src/util/clock.js";
 
 export interface ServerFixture {
@@ -132,11 +133,11 @@ export interface AppFixture {
 }
 
 /**
- * The HTTP app alone: an in-memory store, no engine and no model (a turn would fail at once saying no model is
- * configured), requests through `app.inject`. For validation and error-shape suites.
+ * The HTTP app alone: an in-memory store (or `store`), no engine and no model (a turn would fail at once saying no
+ * model is configured), requests through `app.inject`. For validation and error-shape suites.
  */
 export async function startApp(
-  opts: { args?: string[]; env?: Record<string, string> } = {},
+  opts: { args?: string[]; env?: Record<string, string>; store?: Store } = {},
 ): Promise<AppFixture> {
   const dataDir = mkdtempSync(join(tmpdir(), "cas-app-"));
   const config = loadConfig(
@@ -145,7 +146,7 @@ export async function startApp(
     dataDir,
   );
   mkdirSync(config.workspaceRoot, { recursive: true });
-  const store = SqliteStore.open(":memory:");
+  const store = opts.store ?? SqliteStore.open(":memory:");
   const core = createCore(config, { store, engines: stubEngines(), logger: pino({ level: "silent" }) });
   const app = buildApp(core);
   await app.ready();

@@ -1,7 +1,9 @@
 // API keys with projects: keys are managed with the CLI while the server runs; once one exists every request
-// needs a key; a key sees only its project (another project's objects are 404 and never listed); revoked keys
-// stop working; the operator token keeps working; rate limits are per key, with 429 + Retry-After.
+// but the open routes (health, console, the API description: nothing per project) needs a key; a key sees only
+// its project (another project's objects are 404 and never listed); revoked keys stop working; the operator token
+// keeps working; rate limits are per key, with 429 + Retry-After.
 import { mkdtempSync } from "node:fs";
+import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -19,6 +21,23 @@ async function keys(dataDir: string, ...args: string[]): Promise<Json[]> {
     .split("\n")
     .filter(Boolean)
     .map((l) => JSON.parse(l) as Json);
+}
+
+/** A request whose path is sent exactly as written (no dot-segment resolution). */
+function raw(base: string, method: string, path: string): Promise<{ status: number; text: string }> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: hostname, port, method, path }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (c: string) => {
+        text += c;
+      });
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
 }
 
 describe("API keys and projects", () => {
@@ -169,6 +188,70 @@ describe("API keys and projects", () => {
     expect(revoked.body.error.type).toBe("authentication_error");
     const again = await runCliToExit(["revoke", String(k!.id), "--data-dir", dir], {}, 20_000, "keys");
     expect(again.code).toBe(2);
+  });
+
+  it("with keys, the open routes (health, console, API description) answer without one and hold no project's data", async () => {
+    const [k] = await keys(dir, "create", "--project", "delta");
+    const key = String(k!.key);
+    const agent = await s.json<{ id: string }>(
+      "POST",
+      "/v1/agents",
+      { model: "mock-model", name: "delta-agent", metadata: { team: "delta-team" } },
+      as(key),
+    );
+    expect(agent.status).toBe(200);
+    expect((await s.request("GET", "/v1/agents")).status).toBe(401);
+
+    // The API description: the same document for every caller (nobody, a project's key, the operator).
+    const open = [
+      "/openapi.json",
+      "/openapi.json?dialect=template",
+      "/docs/json",
+      "/docs/yaml",
+      "/docs/static/index.html",
+      "/docs/static/swagger-initializer.js",
+    ];
+    for (const path of open) {
+      const anonymous = await s.request("GET", path);
+      expect(anonymous.status, path).toBe(200);
+      const text = await anonymous.text();
+      for (const credential of [key, "operator-token"]) {
+        const authed = await s.request("GET", path, undefined, as(credential));
+        expect(await authed.text(), path).toBe(text);
+      }
+      expect(text, path).not.toMatch(/delta|agent_[0-9a-f]{8}|sess_[0-9a-f]{8}|cas_[0-9a-f]/);
+    }
+    const docs = await s.request("GET", "/docs");
+    expect(docs.status).toBeLessThan(400);
+    const console = await s.request("GET", "/console/");
+    expect(console.status).toBe(200);
+    expect(await console.text()).not.toMatch(/delta|agent_[0-9a-f]{8}/);
+    expect((await s.request("GET", "/health")).status).toBe(200);
+
+    // Nothing else is open: paths that only start like an open one, other methods, other cases (sent as they are
+    // written: fetch would resolve the dot segments itself).
+    const closed: Array<[string, string, number]> = [
+      // Under an open prefix: not one of its files, so not found (the API routes are not reached from there).
+      ["GET", "/docs/../v1/agents", 404],
+      ["GET", "/docs/..%2Fv1%2Fagents", 404],
+      ["GET", "/docs/%2e%2e/v1/agents", 404],
+      ["GET", "/health/../v1/agents", 401],
+      ["GET", "/openapi.json/../v1/agents", 401],
+      ["GET", "/openapi.jsonx", 401],
+      ["GET", "/DOCS/json", 401],
+      ["GET", "/healthz", 401],
+      ["GET", "/metrics", 401],
+      ["GET", `/v1/agents/${agent.body.id}`, 401],
+      ["POST", "/docs/json", 404],
+    ];
+    for (const [method, path, status] of closed) {
+      const res = await raw(s.url, method, path);
+      expect(res.status, `${method} ${path}: ${res.text.slice(0, 200)}`).toBe(status);
+      expect(res.text, path).not.toMatch(/delta|agent_[0-9a-f]{8}/);
+    }
+    // Under /console/ every path is the console's page (its client-side routes), never the API.
+    const consolePage = await raw(s.url, "GET", "/console/");
+    expect(await raw(s.url, "GET", "/console/../v1/agents")).toEqual(consolePage);
   });
 });
 

@@ -631,6 +631,81 @@ describe("bad input on every route (the HTTP app alone)", () => {
     const stored = await s.core.store.listTurns(sessionId, {});
     expect(stored.data[0]?.error?.message).toMatch(/No model is configured/);
   });
+
+  it("answers a body nested deeper than 64 levels with 400 in the dialect's shape, on every POST route", async () => {
+    const deepObject = `${'{"a":'.repeat(10_000)}1${"}".repeat(10_000)}`;
+    const deepArray = `${"[".repeat(10_000)}${"]".repeat(10_000)}`;
+    // Where the nesting sits: the places a route reads as it likes (tools, metadata, an agent), an unknown field,
+    // and the body itself.
+    const bodies = [
+      `{"model":"m","tools":${deepArray}}`,
+      `{"model":"m","metadata":${deepObject}}`,
+      `{"agent":${deepObject},"input":"x"}`,
+      `{"model":"m","x":${deepObject}}`,
+      `{"events":[${deepArray}]}`,
+      deepArray,
+    ];
+    const agentsBefore = (await s.json<{ data: unknown[] }>("GET", "/v1/agents")).body.data.length;
+    const posts = s.app.routeTable.filter((r) => r.method === "POST").map((r) => r.url);
+    expect(posts.length).toBeGreaterThan(30);
+    for (const url of posts) {
+      const path = url.replace(":session_id", sessionId).replace(/:[a-z_]+/g, "nope");
+      for (const body of bodies) {
+        const template = await s.request("POST", path, body);
+        const what = `${url} ${body.slice(0, 30)}`;
+        const t = await jsonOf(template);
+        // Webhook endpoints answer in the official shape whatever the dialect header (the SDK sends none).
+        if (url.startsWith("/v1/webhook_endpoints")) {
+          expect(template.status, what).toBe(400);
+          expect((t.error as Json).message, what).toMatch(/nests more than 64 levels/);
+        } else {
+          expect({ status: template.status, body: t }, what).toEqual({
+            status: 400,
+            body: { error: "Invalid JSON: the body nests more than 64 levels deep", type: "ValueError" },
+          });
+        }
+        const official = await s.request("POST", path, body, { "openai-beta": "agents=v1" });
+        expect({ status: official.status, body: await jsonOf(official) }, what).toEqual({
+          status: 400,
+          body: {
+            error: {
+              message: "Invalid JSON: the body nests more than 64 levels deep",
+              type: "invalid_request_error",
+              param: null,
+              code: "invalid_request_error",
+            },
+          },
+        });
+      }
+    }
+    // Nothing was created on the way.
+    expect((await s.json<{ data: unknown[] }>("GET", "/v1/agents")).body.data).toHaveLength(agentsBefore);
+  });
+
+  it("takes nesting up to 64 levels (brackets inside strings do not count)", async () => {
+    // A function tool whose schema nests the body to exactly 64 levels: body, tools, the tool, its parameters,
+    // then 60 levels of schema.
+    let parameters: Json = { type: "string" };
+    for (let i = 0; i < 30; i++) parameters = { type: "object", properties: { a: parameters } };
+    const body = {
+      model: "m",
+      name: "[[[[{{{{".repeat(50),
+      tools: [{ type: "function", name: "deep", parameters }],
+    };
+    const ok = await s.json<{ id: string; tools: Json[] }>("POST", "/v1/agents", body);
+    expect(ok.status).toBe(200);
+    expect(ok.body.tools[0]!.parameters).toEqual(parameters);
+    // One level more is refused.
+    const deeper = { ...body, tools: [{ type: "function", name: "deep", parameters: { not: parameters } }] };
+    const refused = await s.json<{ error: string }>("POST", "/v1/agents", deeper);
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toBe("Invalid JSON: the body nests more than 64 levels deep");
+    // An escaped quote does not end a string early (the brackets after it are still inside it).
+    const escaped = await s.json("POST", "/v1/agents", { model: "m", name: `\\"${"[".repeat(100)}` });
+    expect(escaped.status).toBe(200);
+    await s.json("DELETE", `/v1/agents/${ok.body.id}`);
+    await s.json("DELETE", `/v1/agents/${(escaped.body as { id: string }).id}`);
+  });
 });
 
 describe("body size cap", () => {

@@ -1421,6 +1421,34 @@ export function storeContract(
         expect(await store.getAutomation("auto_3")).toEqual(a3);
       });
 
+      it("holds schedule times as whole Unix seconds up to the end of year 9999, and refuses anything else", async () => {
+        const last = 253_402_300_799;
+        const once = automation("auto_t", 10, { type: "once", run_at: last, next_run_at: last });
+        await store.insertAutomation(once);
+        expect(await store.getAutomation("auto_t")).toEqual(once);
+        for (const bad of [1.5, 1e20, 2 ** 53, last + 1, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
+          await expect(
+            store.insertAutomation(
+              automation("auto_bad", 11, { type: "once", run_at: bad, next_run_at: 100 }),
+            ),
+            String(bad),
+          ).rejects.toThrow(/run_at must be whole Unix seconds/);
+          await expect(
+            store.insertAutomation(automation("auto_bad", 11, { next_run_at: bad })),
+          ).rejects.toThrow(/next_run_at must be whole Unix seconds/);
+          await expect(store.updateAutomation("auto_t", { run_at: bad })).rejects.toThrow(/run_at/);
+          await expect(store.updateAutomation("auto_t", { next_run_at: bad })).rejects.toThrow(/next_run_at/);
+          await expect(store.insertInvocation(invocation("ainv_bad", "auto_t", bad))).rejects.toThrow(
+            /scheduled_at must be whole Unix seconds/,
+          );
+        }
+        expect(await store.getAutomation("auto_bad")).toBeUndefined();
+        expect(await store.getAutomation("auto_t")).toEqual(once);
+        expect(await store.getInvocation("ainv_bad")).toBeUndefined();
+        expect(await store.insertInvocation(invocation("ainv_t", "auto_t", last))).toBe(true);
+        expect((await store.getInvocation("ainv_t"))?.scheduled_at).toBe(last);
+      });
+
       it("lockDueAutomations: active ones due by now, earliest first, at most limit", async () => {
         await store.insertAutomation(automation("auto_late", 1, { next_run_at: 500 }));
         await store.insertAutomation(automation("auto_early", 2, { next_run_at: 100 }));

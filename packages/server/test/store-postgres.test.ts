@@ -138,6 +138,50 @@ describe("PostgresStore", () => {
       expect(again.migrated).toEqual({ from: SCHEMA_VERSION, to: SCHEMA_VERSION });
     });
 
+    it("brings schedule times stored before they were checked to whole seconds in range", async () => {
+      const fresh = await freshDatabase();
+      const step = MIGRATIONS.findIndex((m) => m.includes("253402300799"));
+      expect(step).toBeGreaterThan(0);
+      const client = new pg.Client({ connectionString: fresh });
+      await client.connect();
+      try {
+        await client.query(
+          "CREATE TABLE schema_version (version integer PRIMARY KEY, applied_at double precision NOT NULL)",
+        );
+        for (let v = 0; v < step; v++) {
+          await client.query(MIGRATIONS[v]!);
+          await client.query("INSERT INTO schema_version (version, applied_at) VALUES ($1, 0)", [v + 1]);
+        }
+        const insert = (id: string, runAt: number, nextRunAt: number | null) =>
+          client.query(
+            "INSERT INTO automations (id, project_id, created_at, updated_at, name, metadata, type, run_at, " +
+              "status, next_run_at, target, created_by) VALUES ($1, 'p', 1, 1, 'n', '{}', 'once', $2, 'active', " +
+              "$3, '{}', '{}')",
+            [id, runAt, nextRunAt],
+          );
+        await insert("a_fraction", 1_900_000_000.7, 1_900_000_000.7);
+        await insert("a_huge", 1e20, 9_007_199_254_740_992);
+        await insert("a_fine", 1_900_000_000, null);
+        await client.query(
+          "INSERT INTO automation_invocations (id, automation_id, project_id, created_at, scheduled_at, source, " +
+            "target, status, next_attempt_at) VALUES ('i1', 'a_fraction', 'p', 1, 1900000000.7, 'automation', " +
+            "'{}', 'queued', 1)",
+        );
+      } finally {
+        await client.end();
+      }
+      const store = await track(PostgresStore.open(fresh));
+      expect(store.migrated).toEqual({ from: step, to: SCHEMA_VERSION });
+      const times = async (id: string) => {
+        const a = await store.getAutomation(id);
+        return [a?.run_at, a?.next_run_at];
+      };
+      expect(await times("a_fraction")).toEqual([1_900_000_000, 1_900_000_000]);
+      expect(await times("a_huge")).toEqual([253_402_300_799, 253_402_300_799]);
+      expect(await times("a_fine")).toEqual([1_900_000_000, null]);
+      expect((await store.getInvocation("i1"))?.scheduled_at).toBe(1_900_000_000);
+    });
+
     it("refuses a database from a newer schema version", async () => {
       const fresh = await freshDatabase();
       const store = await track(PostgresStore.open(fresh));

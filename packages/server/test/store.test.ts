@@ -146,6 +146,39 @@ describe("SqliteStore file persistence", () => {
     await b.close();
   });
 
+  it("brings schedule times stored before they were checked to whole seconds in range", async () => {
+    const file = tmpFile();
+    mkdirSync(dirname(file), { recursive: true });
+    const step = MIGRATIONS.findIndex((m) => m.includes("253402300799"));
+    expect(step).toBeGreaterThan(0);
+    const db = new Database(file);
+    for (let v = 0; v < step; v++) db.exec(MIGRATIONS[v]!);
+    db.pragma(`user_version = ${step}`);
+    const insert = db.prepare(
+      "INSERT INTO automations (id, project_id, created_at, updated_at, name, metadata, type, run_at, status, " +
+        "next_run_at, target, created_by) VALUES (?, 'p', 1, 1, 'n', '{}', 'once', ?, 'active', ?, '{}', '{}')",
+    );
+    insert.run("a_fraction", 1_900_000_000.7, 1_900_000_000.7);
+    insert.run("a_huge", 1e20, 9_007_199_254_740_992);
+    insert.run("a_fine", 1_900_000_000, null);
+    db.prepare(
+      "INSERT INTO automation_invocations (id, automation_id, project_id, created_at, scheduled_at, source, " +
+        "target, status, next_attempt_at) VALUES ('i1', 'a_fraction', 'p', 1, 1900000000.7, 'automation', '{}', " +
+        "'queued', 1)",
+    ).run();
+    db.close();
+    const store = SqliteStore.open(file);
+    const times = async (id: string) => {
+      const a = await store.getAutomation(id);
+      return [a?.run_at, a?.next_run_at];
+    };
+    expect(await times("a_fraction")).toEqual([1_900_000_000, 1_900_000_000]);
+    expect(await times("a_huge")).toEqual([253_402_300_799, 253_402_300_799]);
+    expect(await times("a_fine")).toEqual([1_900_000_000, null]);
+    expect((await store.getInvocation("i1"))?.scheduled_at).toBe(1_900_000_000);
+    await store.close();
+  });
+
   it("migrates once: user_version is set and reopening is a no-op", async () => {
     const file = tmpFile();
     await SqliteStore.open(file).close();

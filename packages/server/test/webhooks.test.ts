@@ -253,12 +253,34 @@ describe("webhooks (targets on this machine allowed)", () => {
       status_code: 200,
       success: true,
       webhook_endpoint_id: e.id,
+      delivered: true,
+      error: null,
     });
     const sample = await unwrap(client, receiver.at("/idle")[n]!, e.signing_secret);
     expect(sample.type).toBe("agent.session.idle");
     expect((sample.data as { id: string }).id).toMatch(/^sess_test_/);
-    receiver.answerNext("/idle", 503);
-    expect((await client.webhooks.test(e.id, { event_type: "agent.session.created" })).status_code).toBe(503);
+    // `success` is the official API's constant (the test request completed: status_code tells the answer);
+    // `delivered` (this server's extension) is what a delivery counts as one: a 2xx only, never a redirect (not
+    // followed) or an error.
+    receiver.answerNext("/idle", 503, 302, 204);
+    receiver.answerHeaders = { location: receiver.urlOf("/elsewhere") };
+    try {
+      for (const [status, delivered, error] of [
+        [503, false, "answered 503"],
+        [302, false, "answered 302: redirects are not followed"],
+        [204, true, null],
+      ] as const) {
+        expect(await client.webhooks.test(e.id, { event_type: "agent.session.created" })).toMatchObject({
+          status_code: status,
+          success: true,
+          delivered,
+          error,
+        });
+      }
+    } finally {
+      receiver.answerHeaders = {};
+    }
+    expect(receiver.at("/elsewhere")).toEqual([]);
     expectApiError(
       await rejection(client.webhooks.test(e.id, { event_type: "batch.completed" })),
       OpenAI.BadRequestError,

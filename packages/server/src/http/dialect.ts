@@ -13,12 +13,23 @@ declare module "fastify" {
   }
 }
 
+/**
+ * Resources of the official API only, whatever the header says: the SDK's webhook and file methods send none. Every
+ * answer on them is official, the refusals made before any route (auth, content type, origin, a malformed URL)
+ * included.
+ */
+const OFFICIAL_ONLY = /^\/v1\/(?:webhook_(?:endpoints|event_types)|files)(?:[/?#]|$)/;
+
 /** A request; or a raw one (no route options yet) when the router asks for its dialect. */
-type RequestLike = Pick<FastifyRequest, "headers"> & { routeOptions?: { config?: { dialect?: Dialect } } };
+type RequestLike = Pick<FastifyRequest, "headers"> & {
+  url?: string | undefined;
+  routeOptions?: { config?: { dialect?: Dialect } };
+};
 
 export function dialectOf(req: RequestLike): Dialect {
   const fixed = req.routeOptions?.config?.dialect;
   if (fixed) return fixed;
+  if (OFFICIAL_ONLY.test(req.url ?? "")) return "openai";
   const beta = req.headers["openai-beta"];
   const values = Array.isArray(beta) ? beta : beta ? [beta] : [];
   return values.some((v) => /(^|[,\s])agents=v1\b/.test(v)) ? "openai" : "template";
@@ -39,6 +50,6 @@ export const dialectConstraint = {
       },
     };
   },
-  deriveConstraint: (req: Pick<FastifyRequest, "headers">) => dialectOf(req),
+  deriveConstraint: (req: { headers: FastifyRequest["headers"]; url?: string | undefined }) => dialectOf(req),
   mustMatchWhenDerived: false,
 };

@@ -1,5 +1,33 @@
 import { badRequest } from "../domain/errors.js";
 
+/**
+ * How deep a request body may nest (`{"a":{"a":…}}`, `[[…]]`): far beyond any real body (a function tool's JSON
+ * Schema included), and well within what handles a body. `JSON.parse` copes with any depth (slowly: 5 s for a
+ * 10 MB body of brackets), but `JSON.stringify` (every stored JSON column), zod and other walkers are recursive,
+ * and the engine's JSON-RPC parser stops at 128 levels: a deeper body would be a stack overflow (a 500) or a
+ * request the engine refuses.
+ */
+export const MAX_BODY_DEPTH = 64;
+
+/** Whether JSON text nests deeper than `max` (read from the text: before any time is spent parsing it). */
+function nestsDeeper(text: string, max: number): boolean {
+  // What decides nesting: brackets, and the quotes and escapes that put brackets inside strings.
+  const re = /["\\[\]{}]/g;
+  let depth = 0;
+  let inString = false;
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+    const c = m[0];
+    if (inString) {
+      if (c === "\\") re.lastIndex += 1;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === "[" || c === "{") {
+      if (++depth > max) return true;
+    } else if (c === "]" || c === "}") depth--;
+  }
+  return false;
+}
+
 /** A `\uD800`-`\uDFFF` escape in the raw text: the only way a parsed body can hold an unpaired surrogate. */
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
@@ -23,9 +51,12 @@ function hasLoneSurrogate(root: unknown): boolean {
   return false;
 }
 
-/** Request bodies: JSON (empty = {}), with well-formed strings only. */
+/** Request bodies: JSON (empty = {}), nested at most `MAX_BODY_DEPTH` levels, with well-formed strings only. */
 export function parseJson(body: string): unknown {
   if (body.trim() === "") return {};
+  if (nestsDeeper(body, MAX_BODY_DEPTH)) {
+    throw badRequest(`Invalid JSON: the body nests more than ${MAX_BODY_DEPTH} levels deep`);
+  }
   let value: unknown;
   try {
     value = JSON.parse(body);

@@ -5,6 +5,7 @@
 import type { FastifySchemaCompiler } from "fastify";
 import { z } from "zod";
 import { badRequest } from "../domain/errors.js";
+import { MAX_UNIX_SECONDS, MAX_UNIX_SECONDS_ISO } from "../util/unix-seconds.js";
 
 type Issue = z.core.$ZodIssue;
 
@@ -73,6 +74,16 @@ export const Metadata = z
   .refine((m) => Object.keys(m).length <= 16, {
     message: "at most 16 metadata pairs",
   });
+
+/** A time a client gives, in Unix seconds: whole seconds, up to the end of year 9999 (util/unix-seconds.ts). */
+const UNIX_SECONDS = {
+  error: `expected a Unix timestamp in whole seconds, from 0 to ${MAX_UNIX_SECONDS} (${MAX_UNIX_SECONDS_ISO})`,
+};
+export const UnixSeconds = z
+  .number()
+  .int(UNIX_SECONDS)
+  .min(0, UNIX_SECONDS)
+  .max(MAX_UNIX_SECONDS, UNIX_SECONDS);
 
 /** `?limit=&after=&order=` of list endpoints. */
 export const ListQuery = z.object({

@@ -38,12 +38,17 @@ function summary(a: AutomationRecord) {
   };
 }
 
-/** `run_at` in seconds since the epoch (the service's unit): an ISO 8601 text, or already a number of seconds. */
+/**
+ * `run_at` in seconds since the epoch (the service's unit): an ISO 8601 text (a fraction of a second is rounded up:
+ * never earlier than asked), or already a number of seconds (the service checks it is whole and in range).
+ */
 function runAtOf(v: unknown): number | string {
   if (typeof v === "number" && Number.isFinite(v)) return v;
   const text = str(v);
   const ms = text === undefined ? Number.NaN : Date.parse(text);
-  return Number.isNaN(ms) ? "run_at must be an ISO 8601 date-time, e.g. 2026-12-02T09:00:00Z" : ms / 1000;
+  return Number.isNaN(ms)
+    ? "run_at must be an ISO 8601 date-time, e.g. 2026-12-02T09:00:00Z"
+    : Math.ceil(ms / 1000);
 }
 
 /** Answers one call of the `automations` tool. Bad arguments are the model's to fix: a failure it can read. */

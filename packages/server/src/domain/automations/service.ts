@@ -16,6 +16,7 @@ import type {
   Store,
 } from "../../store/types.js";
 import type { Clock } from "../../util/clock.js";
+import { isUnixSeconds, MAX_UNIX_SECONDS, MAX_UNIX_SECONDS_ISO } from "../../util/unix-seconds.js";
 import type { AgentService } from "../agents.js";
 import { badRequest, conflict, notFound } from "../errors.js";
 import type { Scope } from "../scope.js";
@@ -306,8 +307,12 @@ function checkName(name: string): string {
 }
 
 function futureRunAt(runAt: number, now: number): number {
-  if (!Number.isFinite(runAt) || runAt <= now) {
-    throw badRequest("'run_at' must be a future Unix timestamp in seconds", "run_at");
+  if (!isUnixSeconds(runAt)) {
+    throw badRequest(
+      `'run_at' must be a Unix timestamp in whole seconds, at most ${MAX_UNIX_SECONDS} (${MAX_UNIX_SECONDS_ISO})`,
+      "run_at",
+    );
   }
+  if (runAt <= now) throw badRequest("'run_at' must be a future Unix timestamp in seconds", "run_at");
   return runAt;
 }

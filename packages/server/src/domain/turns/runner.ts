@@ -32,7 +32,7 @@ import {
 import type { EventHub } from "../../stream/hub.js";
 import type { Clock, Timer } from "../../util/clock.js";
 import { hostPathsOf } from "../../workspace/environment-paths.js";
-import { badRequest, conflict, unavailable } from "../errors.js";
+import { badRequest, conflict, notFound, unavailable } from "../errors.js";
 import { isTurnEnd } from "../events.js";
 import type { GoalRun } from "../goals/run.js";
 import {
@@ -190,6 +190,10 @@ export class TurnRunner {
     if (!claimed) throw conflict("Session has an active turn");
     // Every write of this turn carries the claim's fencing token: refused once another instance has taken over.
     hub.fence(session.id, claimed.lease_epoch);
+    // A session deleted while its turn starts (after the claim) fails the writes that follow: it is "not found",
+    // as it would have been a moment earlier.
+    const deletedMeanwhile = async (err: unknown) =>
+      (await store.getSession(session.id)) ? err : notFound(`Session ${session.id} not found`, "session_id");
     let goal: GoalRun | null = null;
     try {
       goal = opts.goal ? await opts.goal(turnId) : null;
@@ -200,7 +204,7 @@ export class TurnRunner {
         active_turn_id: null,
         error: session.error,
       });
-      throw err;
+      throw await deletedMeanwhile(err);
     }
     const turn: TurnRecord = {
       id: turnId,
@@ -215,11 +219,17 @@ export class TurnRunner {
       goal: goal ? { mode: goal.mode, objective: goal.objective } : null,
       subagent_id: null,
     };
-    await hub.commit(session.id, async (tx, log) => {
-      await tx.insertTurn(turn);
-      log({ type: "turn.started", data: { turn } }, { turn_id: turnId });
-      log({ type: "session.status", data: { session: claimed } }, { turn_id: turnId });
-    });
+    try {
+      await hub.commit(session.id, async (tx, log) => {
+        await tx.insertTurn(turn);
+        log({ type: "turn.started", data: { turn } }, { turn_id: turnId });
+        log({ type: "session.status", data: { session: claimed } }, { turn_id: turnId });
+      });
+    } catch (err) {
+      const gone = await deletedMeanwhile(err);
+      if (gone !== err) hub.fence(session.id, null);
+      throw gone;
+    }
     this.launch(claimed, turn, input.items, goal);
     return turn;
   }

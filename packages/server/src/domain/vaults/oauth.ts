@@ -6,6 +6,7 @@
  * redirects), the only one the service uses.
  */
 import type { GuardedRequest, GuardedResponse } from "../../net/outbound-guard.js";
+import { isUnixSeconds } from "../../util/unix-seconds.js";
 
 export interface RefreshRequest {
   token_endpoint: string;
@@ -80,9 +81,11 @@ export async function refreshAccessToken(
     throw new OAuthRefreshError("the token endpoint's answer has no access_token");
   }
   const expiresIn = typeof json.expires_in === "number" ? json.expires_in : Number(json.expires_in);
+  // An expiry past what a time can be (a huge expires_in) is no known expiry, not an error that drops the token.
+  const expiresAt = Number.isFinite(expiresIn) && expiresIn > 0 ? Math.floor(now + expiresIn) : null;
   return {
     access_token: json.access_token,
-    expires_at: Number.isFinite(expiresIn) && expiresIn > 0 ? now + expiresIn : null,
+    expires_at: expiresAt !== null && isUnixSeconds(expiresAt) ? expiresAt : null,
     refresh_token: typeof json.refresh_token === "string" && json.refresh_token ? json.refresh_token : null,
   };
 }

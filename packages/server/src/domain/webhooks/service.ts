@@ -131,8 +131,15 @@ export class WebhookService {
     return { endpoint, signingSecret };
   }
 
-  /** Sends a sample event of `eventType` now (signed like any delivery); returns the endpoint's HTTP status. */
-  async test(scope: Scope, id: string, eventType: string): Promise<number> {
+  /**
+   * Sends a sample event of `eventType` now (signed like any delivery): the endpoint's HTTP status, and why it does
+   * not count as delivered (null: a 2xx; a redirect is not followed, so it is a failure like any other answer).
+   */
+  async test(
+    scope: Scope,
+    id: string,
+    eventType: string,
+  ): Promise<{ status_code: number; error: string | null }> {
     const e = await this.get(scope, id);
     const [type] = checkEventTypes([eventType], "event_type");
     const now = this.deps.clock.now();
@@ -153,7 +160,7 @@ export class WebhookService {
     if (result.status_code === null) {
       throw unprocessable(`The test event could not be delivered: ${result.error ?? "no answer"}`, "url");
     }
-    return result.status_code;
+    return { status_code: result.status_code, error: result.error };
   }
 
   /** The endpoint's deliveries, newest first (this server's extension). */

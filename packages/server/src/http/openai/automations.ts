@@ -20,7 +20,7 @@ import type { AutomationRecord, AutomationTarget, InvocationRecord } from "../..
 import * as openai from "../../wire/openai.js";
 import type { App } from "../app-types.js";
 import { idempotent } from "../idempotency.js";
-import { ListQuery, Metadata } from "../validate.js";
+import { ListQuery, Metadata, UnixSeconds } from "../validate.js";
 import { Settings, Tools } from "./agents.js";
 
 const secs = (t: number) => Math.floor(t);
@@ -79,7 +79,7 @@ const Create = z.discriminatedUnion("type", [
   z.object({
     type: z.literal("once"),
     name: z.string().min(1),
-    run_at: z.number().finite(),
+    run_at: UnixSeconds,
     target: Target,
     metadata: Metadata.optional(),
     ...Provenance,
@@ -91,7 +91,7 @@ const Update = z.object({
   metadata: Metadata.optional(),
   expression: z.string().min(1).optional(),
   timezone: z.string().min(1).optional(),
-  run_at: z.number().finite().optional(),
+  run_at: UnixSeconds.optional(),
   target: Target.optional(),
   ...Provenance,
 });

@@ -1,8 +1,9 @@
 /**
  * Official webhook endpoints (`/v1/webhook_endpoints`, `/v1/webhook_event_types`), as the openai SDK 7.55.0 types
  * them. The SDK sends these requests without `OpenAI-Beta: agents=v1`, so they are served whatever the dialect
- * header says, always in the official shapes (errors included). This server's extension:
- * `GET /v1/webhook_endpoints/{id}/deliveries` lists an endpoint's deliveries and their latest attempts.
+ * header says, always in the official shapes (errors included). This server's extensions:
+ * `GET /v1/webhook_endpoints/{id}/deliveries` lists an endpoint's deliveries and their latest attempts; a test's
+ * result says whether the answer counts as delivered (`success` is the official constant `true`).
  */
 import type {
   WebhookEndpoint,
@@ -82,20 +83,9 @@ const attemptObject = (a: WebhookDeliveryRecord["attempt_log"][number]) => ({
   duration_ms: a.duration_ms,
 });
 
+/** Served whatever the dialect header says (http/dialect.ts: these paths are official), in the official shapes. */
 export function webhookRoutes(app: App, core: Core): void {
-  // Served for both dialect headers (the SDK's webhook methods send none) and answered in the official shapes.
-  app.register(async (official: App) => {
-    official.addHook("onRoute", (route) => {
-      if (route.constraints) {
-        const { dialect: _dialect, ...others } = route.constraints as Record<string, unknown>;
-        route.constraints = others;
-      }
-    });
-    official.addHook("onRequest", async (req) => {
-      req.headers["openai-beta"] = "agents=v1";
-    });
-    routes(official, core);
-  });
+  routes(app, core);
 }
 
 function routes(app: App, core: Core): void {
@@ -151,14 +141,18 @@ function routes(app: App, core: Core): void {
   app.post(
     `${one}/test`,
     { schema: { params: EndpointParams, body: Test } },
-    async (req): Promise<WebhookEndpointTestResult> => {
-      const status = await webhooks.test(req.scope, req.params.webhook_endpoint_id, req.body.event_type);
+    async (req): Promise<WebhookEndpointTestResult & { delivered: boolean; error: string | null }> => {
+      const result = await webhooks.test(req.scope, req.params.webhook_endpoint_id, req.body.event_type);
       return {
         object: "webhook_endpoint.test",
         event_type: req.body.event_type,
-        status_code: status,
+        status_code: result.status_code,
+        // The official API's constant: the test request completed (whatever the endpoint answered).
         success: true,
         webhook_endpoint_id: req.params.webhook_endpoint_id,
+        // This server's extension: whether a delivery would count this answer as delivered (a 2xx), and if not why.
+        delivered: result.error === null,
+        error: result.error,
       };
     },
   );

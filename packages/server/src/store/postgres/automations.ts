@@ -1,3 +1,4 @@
+import { assertUnixSeconds } from "../../util/unix-seconds.js";
 import type { AutomationRecord, AutomationTarget, InvocationRecord, Queries } from "../types.js";
 import { asIs, asJson, asJsonOrNull, json, jsonOrNull, listByCreated, type PgDb, setClause } from "./db.js";
 
@@ -72,6 +73,7 @@ export function automationQueries(db: PgDb): AutomationQueries {
     db.row<InvocationRecord>(`SELECT ${INV_COLS} FROM automation_invocations WHERE id = $1`, [id]);
   return {
     async insertAutomation(a) {
+      assertUnixSeconds("automation", { run_at: a.run_at, next_run_at: a.next_run_at });
       await db.run(
         `INSERT INTO automations (${COLS}, target_session_id) VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, ` +
           "$10, $11, $12, $13::jsonb, $14::jsonb, $15)",
@@ -99,6 +101,7 @@ export function automationQueries(db: PgDb): AutomationQueries {
       return db.row<AutomationRecord>(`SELECT ${COLS} FROM automations WHERE id = $1 FOR UPDATE`, [id]);
     },
     async updateAutomation(id, patch) {
+      assertUnixSeconds("automation", { run_at: patch.run_at, next_run_at: patch.next_run_at });
       const cols: Record<string, unknown> = { ...patch };
       if (patch.target) cols.target_session_id = targetSession(patch.target);
       const set = setClause(cols, ENCODE, 2);
@@ -136,6 +139,7 @@ export function automationQueries(db: PgDb): AutomationQueries {
       );
     },
     async insertInvocation(i) {
+      assertUnixSeconds("invocation", { scheduled_at: i.scheduled_at });
       const inserted = await db.run(
         `INSERT INTO automation_invocations (${INV_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9, ` +
           "$10, $11, $12::jsonb, $13, $14, $15, $16, $17) ON CONFLICT (automation_id, scheduled_at) DO NOTHING",

@@ -1,3 +1,4 @@
+import { assertUnixSeconds } from "../../util/unix-seconds.js";
 import type { AutomationRecord, AutomationTarget, InvocationRecord, Queries } from "../types.js";
 import { asIs, json, jsonOrNull, listByCreated, parse, parseOrNull, type SqliteDb, setClause } from "./db.js";
 
@@ -142,6 +143,7 @@ export function automationQueries(db: SqliteDb): AutomationQueries {
   };
   return {
     async insertAutomation(a) {
+      assertUnixSeconds("automation", { run_at: a.run_at, next_run_at: a.next_run_at });
       db.run(
         `INSERT INTO automations (${COLS}, target_session_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         a.id,
@@ -168,6 +170,7 @@ export function automationQueries(db: SqliteDb): AutomationQueries {
       return get(id);
     },
     async updateAutomation(id, patch) {
+      assertUnixSeconds("automation", { run_at: patch.run_at, next_run_at: patch.next_run_at });
       const cols: Record<string, unknown> = { ...patch };
       if (patch.target) cols.target_session_id = targetSession(patch.target);
       const set = setClause(cols, ENCODE);
@@ -198,6 +201,7 @@ export function automationQueries(db: SqliteDb): AutomationQueries {
         .map(fromRow);
     },
     async insertInvocation(i) {
+      assertUnixSeconds("invocation", { scheduled_at: i.scheduled_at });
       const res = db.run(
         `INSERT INTO automation_invocations (${INV_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ` +
           "ON CONFLICT (automation_id, scheduled_at) DO NOTHING",
