@@ -158,10 +158,15 @@ export class EnginePool implements Engines {
     );
   }
 
-  /** Kills an engine process (fault-injection for tests). */
+  /**
+   * Kills an engine process (an unresponsive one, or fault injection). SIGKILL kills everything it started too
+   * (sandboxes and the commands they run would outlive it: nothing would watch them any more); another signal goes
+   * to the engine process alone.
+   */
   killEngine(index: number, signal: NodeJS.Signals = "SIGKILL"): number | undefined {
     const pid = this.slots[index]?.codex?.pid;
-    if (pid) process.kill(pid, signal);
+    if (pid && signal === "SIGKILL") killTree(pid);
+    else if (pid) process.kill(pid, signal);
     return pid;
   }
 

@@ -31,7 +31,7 @@ export interface Engines {
   call<T>(method: string, params: unknown): Promise<T>;
   /** The session of this thread is gone. */
   forget(threadId: string): void;
-  /** Kills an engine process (an unresponsive one, or fault injection). */
+  /** Kills an engine process (an unresponsive one, or fault injection); SIGKILL: with everything it started. */
   killEngine(index: number, signal?: NodeJS.Signals): number | undefined;
   /** Kills every engine process (this instance fenced itself: its commands must stop). */
   killAll(): void;

@@ -25,6 +25,7 @@ import {
   FencedError,
   type SessionRecord,
   type Store,
+  type StoredItem,
   type TurnError,
   type TurnRecord,
   type TurnStatus,
@@ -557,6 +558,8 @@ export class TurnRunner {
       if (err instanceof TurnFailedError) result = err.result;
     } finally {
       active.setEngineTurn(null);
+      // The engine keeps an interrupted turn's commands running: a stopped turn's commands stop with it.
+      if (active.stop && active.engineTurn) await this.stopCommands(active, active.engineTurn);
       try {
         await active.recorder.settled();
       } catch (err) {
@@ -588,6 +591,23 @@ export class TurnRunner {
     return this.finish(active, result, failure);
   }
 
+  /**
+   * Ends the processes of a stopped turn's commands, each with its process tree (bounded like the rest of the stop:
+   * an engine that does not answer is killed when the stop's grace period ends).
+   */
+  private async stopCommands(active: ActiveTurn, engineTurn: Turn): Promise<void> {
+    const { logger } = this.deps;
+    const where = { session: active.session.id, turn: active.turn.id };
+    try {
+      const stopped = await engineTurn.stopProcesses();
+      if (stopped.length > 0) {
+        logger.info({ ...where, items: stopped, why: active.stop?.code }, "stopped the turn's commands");
+      }
+    } catch (err) {
+      logger.warn({ ...where, err: String(err) }, "could not stop the turn's commands");
+    }
+  }
+
   private async finish(
     active: ActiveTurn,
     result: TurnResult | null,
@@ -608,6 +628,20 @@ export class TurnRunner {
           { type: "action.resolved", data: { action_id: a.id, action_type: a.type, answer: null } },
           { turn_id: turn.id },
         );
+      }
+      // The commands a stop ended say so, with the output they had streamed.
+      if (active.stop) {
+        for (const c of active.recorder.openCommands()) {
+          const item = stoppedCommand(c.item, c.output, active.stop);
+          const index = active.recorder.indexOf(item.id);
+          log(
+            { type: "item.completed", data: { item, output_index: index } },
+            {
+              turn_id: turn.id,
+              item: { kind: "finish", turn_id: turn.id, item, created_at: clock.now(), state: "incomplete" },
+            },
+          );
+        }
       }
       // Items the turn started but never finished (interrupted, failed) stay visible, marked incomplete.
       for (const item of await tx.closeOpenItems(sessionId, turn.id, "failed")) {
@@ -699,6 +733,13 @@ function outcome(
     };
   }
   return { status: "completed", error: null };
+}
+
+/** A command item the turn's stop ended: failed, its output what it streamed plus a line saying why it stopped. */
+function stoppedCommand(item: StoredItem, streamed: string, stop: Stop): StoredItem {
+  if (item.type !== "commandExecution") return item;
+  const output = streamed && !streamed.endsWith("\n") ? `${streamed}\n` : streamed;
+  return { ...item, status: "failed", aggregatedOutput: `${output}[command stopped: ${stop.message}]` };
 }
 
 /** A turn ended while it waited for the client (tool result, approval): what it waited for cannot be answered. */
