@@ -142,6 +142,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         await core.workers.stop();
         const closing = app.close();
         await core.runner.abortAll("server shutting down");
+        // What the ended turns and the sessions started in the background finishes here, while the engines and
+        // the store it uses are still up; nothing of it writes after the service has stopped.
+        await Promise.all([core.runner.hooksDone(), core.sessions.hooksDone()]);
+        await core.environments.close();
+        await core.checkpoints.close();
         await core.hub.drain();
         await observability.shutdown();
         core.hub.closeAll();

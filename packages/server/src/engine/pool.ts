@@ -1,6 +1,12 @@
 import { Codex, type Thread, type ThreadOptions } from "@codex-agent-api/codex";
 import type { Logger } from "pino";
-import { killTree } from "../util/process-tree.js";
+import {
+  descendantProcesses,
+  killRemaining,
+  killTree,
+  type ProcessRef,
+  waitGone,
+} from "../util/process-tree.js";
 import type { EngineStats, Engines, Lease, LeaseOptions } from "./types.js";
 
 export interface EnginePoolOptions {
@@ -148,12 +154,34 @@ export class EnginePool implements Engines {
     void slot.codex?.unloadThread(threadId);
   }
 
+  /** Ends every engine process; resolves once they, and everything they started, are gone. */
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all(
       this.slots.map(async (s) => {
         const codex = s.codex ?? (s.starting ? await s.starting.catch(() => null) : null);
-        await codex?.close();
+        if (!codex) return;
+        // An engine that exits (or is killed for lingering) may leave processes it started behind (a sandbox, a
+        // command still running): they are collected until it has exited (it may start one meanwhile), and ended.
+        const started = new Map<string, ProcessRef>();
+        const collect = () => {
+          for (const p of codex.pid ? descendantProcesses(codex.pid) : [])
+            started.set(`${p.pid}:${p.start}`, p);
+        };
+        collect();
+        const collecting = setInterval(collect, 50);
+        try {
+          await codex.close();
+        } finally {
+          clearInterval(collecting);
+        }
+        const left = killRemaining([...started.values()]);
+        if (left === 0) return;
+        this.opts.logger.warn({ engine: s.index, processes: left }, "ending what an engine left running");
+        const stuck = await waitGone([...started.values()], 5000);
+        if (stuck.length > 0) {
+          this.opts.logger.error({ engine: s.index, pids: stuck.map((p) => p.pid) }, "processes did not end");
+        }
       }),
     );
   }

@@ -32,6 +32,7 @@ import {
 } from "../../store/types.js";
 import type { EventHub } from "../../stream/hub.js";
 import type { Clock, Timer } from "../../util/clock.js";
+import { InFlight } from "../../util/in-flight.js";
 import { badRequest, conflict, unavailable } from "../errors.js";
 import { isTurnEnd } from "../events.js";
 import type { GoalRun } from "../goals/run.js";
@@ -108,6 +109,8 @@ export class TurnRunner {
   private readonly ranHere = new Map<string, number>();
   private readonly waiters = new Map<string, Array<(t: TurnRecord) => void>>();
   private readonly idleListeners: Array<(sessionId: string) => void> = [];
+  /** The `afterTurn` hooks of ended turns, still running. */
+  private readonly background = new InFlight();
 
   constructor(private readonly deps: RunnerDeps) {}
 
@@ -334,6 +337,11 @@ export class TurnRunner {
 
   async abortAll(message: string): Promise<void> {
     await Promise.all([...this.active.keys()].map((id) => this.abort(id, message)));
+  }
+
+  /** Resolves once the hooks of the turns that have ended have run (shutdown: after `abortAll`). */
+  hooksDone(): Promise<void> {
+    return this.background.idle();
   }
 
   /** Runs `fn` with the session's engine thread while no turn runs (goal housekeeping). */
@@ -691,7 +699,7 @@ export class TurnRunner {
     this.waiters.delete(turn.id);
     if (error) logger.warn({ session: sessionId, turn: turn.id, status, error }, "turn ended");
     for (const l of this.idleListeners) l(sessionId);
-    void this.runHooks("afterTurn", active, outcomeTurn);
+    void this.background.track(this.runHooks("afterTurn", active, outcomeTurn));
     return outcomeTurn;
   }
 }

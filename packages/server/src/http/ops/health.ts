@@ -20,8 +20,8 @@ export function healthRoutes(app: App, core: Core): void {
       checkpoints: core.checkpoints.health(),
     };
   });
-  // Stops the checkpoint stores' housekeeping timers with the server.
+  // Stops the checkpoint stores' housekeeping with the server (and waits for what runs).
   app.addHook("onClose", async () => {
-    core.checkpoints.close();
+    await core.checkpoints.close();
   });
 }
