@@ -124,6 +124,7 @@ export function stubEngines(): Engines {
     forget: () => {},
     killEngine: () => undefined,
     stats: () => [],
+    model: () => ({ reachable: null, reason: null, since: null }),
     warm: async () => {},
     killAll: () => {},
     close: async () => {},

@@ -7,6 +7,7 @@ import {
   type ProcessRef,
   waitGone,
 } from "../util/process-tree.js";
+import { ModelHealth, type ModelStatus } from "./model-health.js";
 import type { EngineStats, Engines, Lease, LeaseOptions } from "./types.js";
 
 export interface EnginePoolOptions {
@@ -20,6 +21,8 @@ export interface EnginePoolOptions {
   logger: Logger;
   /** Refuse a thread the engine does not run under this permission profile (fail closed). */
   requiredProfile?: string;
+  /** The model's base URL the engines are configured with (probed for /health); null: none to probe. */
+  modelUrl?: string | null;
 }
 
 interface Slot {
@@ -46,8 +49,11 @@ export class EnginePool implements Engines {
   private readonly slots: Slot[];
   private readonly placement = new Map<string, Slot>();
   private closed = false;
+  /** Whether the engines reach their model: what they report, and a probe of its URL. */
+  private readonly modelHealth: ModelHealth;
 
   constructor(private readonly opts: EnginePoolOptions) {
+    this.modelHealth = new ModelHealth({ url: opts.modelUrl ?? null });
     this.slots = Array.from({ length: opts.size }, (_, index) => ({
       index,
       codex: null,
@@ -63,6 +69,10 @@ export class EnginePool implements Engines {
   /** Starts every process now (instead of on first use). */
   async warm(): Promise<void> {
     await Promise.all(this.slots.map((s) => this.ensure(s)));
+  }
+
+  model(): ModelStatus {
+    return this.modelHealth.status();
   }
 
   stats(): EngineStats[] {
@@ -157,6 +167,7 @@ export class EnginePool implements Engines {
   /** Ends every engine process; resolves once they, and everything they started, are gone. */
   async close(): Promise<void> {
     this.closed = true;
+    await this.modelHealth.close();
     await Promise.all(
       this.slots.map(async (s) => {
         const codex = s.codex ?? (s.starting ? await s.starting.catch(() => null) : null);
@@ -226,6 +237,7 @@ export class EnginePool implements Engines {
       cwd: this.opts.cwd,
       ...(this.opts.codexPath ? { codexPath: this.opts.codexPath } : {}),
       clientInfo: { name: "codex_agent_api", title: "codex-agent-api", version: "0.1.0" },
+      onNotification: (n) => this.modelHealth.observe(n.method, n.params),
       onExit: (err) => {
         if (slot.generation !== generation) return;
         this.opts.logger.error(

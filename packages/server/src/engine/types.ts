@@ -1,4 +1,5 @@
 import type { Thread, ThreadOptions } from "@codex-agent-api/codex";
+import type { ModelStatus } from "./model-health.js";
 
 /** A session's engine thread, held while a turn (or goal housekeeping) runs on it. */
 export interface Lease {
@@ -36,6 +37,8 @@ export interface Engines {
   /** Kills every engine process (this instance fenced itself: its commands must stop). */
   killAll(): void;
   stats(): EngineStats[];
+  /** Whether the engines can reach their model (see model-health.ts). */
+  model(): ModelStatus;
   warm(): Promise<void>;
   close(): Promise<void>;
 }

@@ -176,6 +176,10 @@ export class SessionEngines implements Engines {
     return this.inner.stats();
   }
 
+  model() {
+    return this.inner.model();
+  }
+
   warm(): Promise<void> {
     return this.inner.warm();
   }
