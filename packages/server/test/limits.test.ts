@@ -309,6 +309,60 @@ describe("AGENT_TURN_TIMEOUT", () => {
   });
 });
 
+describe("AGENT_TURN_TIMEOUT while the turn waits for its environment", () => {
+  let s: ServerFixture;
+  const clock = new TestClock();
+  beforeAll(async () => {
+    s = await startServer({ env: { AGENT_TURN_TIMEOUT: "600" }, clock });
+  });
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  it("ends the wait at once, as a cancel does (the preparation would take two minutes)", async () => {
+    const marker = `58.${randomInt(100_000, 999_999)}`;
+    const official = { "openai-beta": "agents=v1" };
+    const created = await s.json<{ id: string }>(
+      "POST",
+      "/v1/agents/sessions",
+      {
+        agent: { model: "mock-model" },
+        environment: { type: "openai_hosted", setup_commands: [{ command: `sleep ${marker}` }] },
+      },
+      official,
+    );
+    expect(created.status).toBe(200);
+    const id = created.body.id;
+    await waitFor(() => sleeping(marker).length > 0, 30_000, "the setup command to run");
+    const sent = await s.request(
+      "POST",
+      `/v1/agents/sessions/${id}/events`,
+      {
+        events: [
+          {
+            type: "agent.session.input.message",
+            input: [{ role: "user", content: [{ type: "input_text", text: "Reply with exactly: never" }] }],
+          },
+        ],
+      },
+      official,
+    );
+    expect(sent.status).toBe(202);
+    await waitFor(() => clock.armed(600_000), 10_000, "the turn's timeout to be armed");
+    clock.advance(601);
+    const ended = await waitFor(
+      async () => {
+        const turns = await s.service.core.store.listTurns(id, {});
+        return turns.data.find((t) => t.status !== "in_progress");
+      },
+      20_000,
+      "the timed-out turn to end",
+    );
+    expect(ended).toMatchObject({ status: "failed", error: { code: "request_timeout" } });
+    expect(s.mock.requests()).toHaveLength(0);
+  });
+});
+
 /** Pids of the processes whose arguments are exactly `sleep <seconds>`. */
 function sleeping(seconds: string): number[] {
   return pidsRunning(seconds).filter((p) => cmdline(p) === `sleep ${seconds}`);

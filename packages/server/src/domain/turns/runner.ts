@@ -109,6 +109,7 @@ export class TurnRunner {
   private readonly ranHere = new Map<string, number>();
   private readonly waiters = new Map<string, Array<(t: TurnRecord) => void>>();
   private readonly idleListeners: Array<(sessionId: string) => void> = [];
+  private readonly stopListeners: Array<(sessionId: string) => void> = [];
   /** The `afterTurn` hooks of ended turns, still running. */
   private readonly background = new InFlight();
 
@@ -169,6 +170,14 @@ export class TurnRunner {
   /** Called when a turn has ended and its session is idle again. */
   onIdle(listener: (sessionId: string) => void): void {
     this.idleListeners.push(listener);
+  }
+
+  /**
+   * Called when a running turn starts being stopped, whatever stops it (cancel, turn timeout, deletion, shutdown):
+   * what the turn waits for outside the engine (its environment) stops waiting.
+   */
+  onStop(listener: (sessionId: string) => void): void {
+    this.stopListeners.push(listener);
   }
 
   /**
@@ -500,6 +509,13 @@ export class TurnRunner {
     if (active.stop) return;
     active.stop = stop;
     active.goal?.onStop();
+    for (const l of this.stopListeners) {
+      try {
+        l(active.session.id);
+      } catch (err) {
+        this.deps.logger.error({ session: active.session.id, err: String(err) }, "stop listener failed");
+      }
+    }
     // A hung engine must not keep the turn open forever: if it does not end in time, kill its process (the turn
     // then fails with the stop reason, and the pool respawns the engine).
     const watchdog = this.deps.clock.after(STOP_GRACE_MS, () => {
