@@ -1,4 +1,4 @@
-import { Codex, type Thread, type ThreadOptions } from "@codex-agent-api/codex";
+import { Codex, InvalidRequestError, type Thread, type ThreadOptions } from "@codex-agent-api/codex";
 import type { Logger } from "pino";
 import {
   descendantProcesses,
@@ -9,6 +9,9 @@ import {
 } from "../util/process-tree.js";
 import { ModelHealth, type ModelStatus } from "./model-health.js";
 import type { EngineStats, Engines, Lease, LeaseOptions } from "./types.js";
+
+/** The engine's answer to resuming a thread it has no stored conversation of. */
+const NO_ROLLOUT = /no rollout found for thread id/;
 
 export interface EnginePoolOptions {
   size: number;
@@ -100,7 +103,7 @@ export class EnginePool implements Engines {
       const codex = await this.ensure(slot);
       let thread: Thread | undefined = threadId ? codex.thread(threadId) : undefined;
       if (!thread) {
-        thread = threadId ? await codex.resumeThread(threadId, options) : await codex.startThread(options);
+        thread = threadId ? await this.resume(codex, threadId, options) : await codex.startThread(options);
         slot.threads.add(thread.id);
         this.placement.set(thread.id, slot);
       }
@@ -124,6 +127,21 @@ export class EnginePool implements Engines {
     } catch (err) {
       this.done(slot);
       throw err;
+    }
+  }
+
+  /**
+   * Resumes a thread on this process. A thread on which no turn ever started has no stored conversation (the engine
+   * writes it with the first turn: a session whose first turn was stopped or refused before the engine started it),
+   * so no process can resume it: a new thread takes its place (the caller records its id); nothing is lost.
+   */
+  private async resume(codex: Codex, threadId: string, options: ThreadOptions): Promise<Thread> {
+    try {
+      return await codex.resumeThread(threadId, options);
+    } catch (err) {
+      if (!(err instanceof InvalidRequestError) || !NO_ROLLOUT.test(err.message)) throw err;
+      this.opts.logger.warn({ thread: threadId }, "thread has no stored conversation: starting a new one");
+      return codex.startThread(options);
     }
   }
 
