@@ -5,6 +5,7 @@ export type * as Protocol from "./generated/index.js";
 export type { ThreadGoal } from "./generated/v2/ThreadGoal.js";
 export type { ThreadGoalStatus } from "./generated/v2/ThreadGoalStatus.js";
 export { goalObjective, MAX_OBJECTIVE_CHARS } from "./input.js";
+export type { BackgroundProcess } from "./processes.js";
 export { type EngineTurnSummary, type GoalSetOptions, Thread } from "./thread.js";
 export { finalResponse, Turn } from "./turn.js";
 export type * from "./types.js";

@@ -8,6 +8,7 @@ import type { Turn as ProtocolTurn } from "./generated/v2/Turn.js";
 import type { TurnStartResponse } from "./generated/v2/TurnStartResponse.js";
 import type { TurnStatus } from "./generated/v2/TurnStatus.js";
 import { goalObjective, normalizeInput, toProtocolInput } from "./input.js";
+import { type BackgroundProcess, listBackgroundProcesses, terminateBackgroundProcess } from "./processes.js";
 import { Turn, TurnOperation } from "./turn.js";
 import type {
   GoalDriver,
@@ -38,6 +39,9 @@ export interface EngineTurnSummary {
   /** Ids of the items the engine's summary of the turn holds (the user message, the final answer…). */
   itemIds: string[];
 }
+
+/** How many command items of finished turns a thread remembers. */
+const MAX_EARLIER_COMMANDS = 10_000;
 
 export class Thread {
   private active: TurnOperation | null = null;
@@ -258,6 +262,26 @@ export class Thread {
     }
   }
 
+  /** Command items of the thread's finished turns (the most recent ones), see `Turn.stopProcesses`. */
+  private readonly earlierCommands = new Set<string>();
+
+  private rememberCommand(itemId: string): void {
+    this.earlierCommands.add(itemId);
+    if (this.earlierCommands.size > MAX_EARLIER_COMMANDS) {
+      this.earlierCommands.delete(this.earlierCommands.values().next().value!);
+    }
+  }
+
+  /** The processes the thread's commands started that are still running (see processes.ts). */
+  backgroundProcesses(): Promise<BackgroundProcess[]> {
+    return listBackgroundProcesses((m, p) => this.host.request(m, p), this.id);
+  }
+
+  /** Ends one of them with its whole process tree; false if it had already exited. */
+  terminateProcess(processId: string): Promise<boolean> {
+    return terminateBackgroundProcess((m, p) => this.host.request(m, p), this.id, processId);
+  }
+
   /**
    * Rewrites the thread's stored conversation to the turns before `beforeTurnId` (that turn and every later one
    * are dropped; the model's next request holds only the kept turns). Files are not touched. The thread must be
@@ -323,7 +347,9 @@ export class Thread {
       release: (op: TurnOperation) => {
         this.host.unroute(this.id, op);
         if (this.active === op) this.active = null;
+        for (const id of op.commands.keys()) this.rememberCommand(id);
       },
+      earlierCommand: (itemId: string) => this.earlierCommands.has(itemId),
     };
   }
 }

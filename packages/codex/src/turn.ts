@@ -4,6 +4,7 @@ import type { ThreadGoal } from "./generated/v2/ThreadGoal.js";
 import type { ThreadGoalStatus } from "./generated/v2/ThreadGoalStatus.js";
 import type { ThreadTokenUsage } from "./generated/v2/ThreadTokenUsage.js";
 import { normalizeInput, toProtocolInput } from "./input.js";
+import { listBackgroundProcesses, terminateBackgroundProcess } from "./processes.js";
 import { AsyncQueue } from "./queue.js";
 import type {
   Input,
@@ -21,6 +22,8 @@ export interface TurnHost {
   request<T>(method: string, params: unknown): Promise<T>;
   /** Stops routing this thread's notifications to the operation. */
   release(op: TurnOperation): void;
+  /** Whether an earlier turn of the thread started this command item. */
+  earlierCommand(itemId: string): boolean;
 }
 
 interface Notification {
@@ -65,6 +68,8 @@ function subtract(a: TokenUsageBreakdown, b: TokenUsageBreakdown | null): TokenU
  */
 /** Size of the output deltas this SDK fills in (the engine's own are at most 8 KiB). */
 const OUTPUT_PIECE = 8192;
+/** Command items a turn remembers for {@link Turn.stopProcesses} (a goal turn may run very many). */
+const MAX_TRACKED_COMMANDS = 10_000;
 
 export class TurnOperation {
   logicalId: string | null = null;
@@ -279,6 +284,15 @@ export class TurnOperation {
         this.goalCleared = true;
         this.maybeFinishGoal();
         return;
+      case "item/started": {
+        const item = n.params.item as ThreadItem;
+        if (item.type === "commandExecution") {
+          this.commands.set(item.id, item.processId);
+          if (this.commands.size > MAX_TRACKED_COMMANDS)
+            this.commands.delete(this.commands.keys().next().value!);
+        }
+        break;
+      }
       case "item/commandExecution/outputDelta": {
         const id = String(n.params.itemId);
         this.streamedOutput.set(id, (this.streamedOutput.get(id) ?? "") + String(n.params.delta));
@@ -326,6 +340,9 @@ export class TurnOperation {
   }
 
   private readonly streamedOutput = new Map<string, string>();
+
+  /** The command items this turn started (id → the engine's process id, when it gave one). */
+  readonly commands = new Map<string, string | null>();
 
   private decide(next: (turn: ProtocolTurn) => Promise<"continue" | "finish">, turn: ProtocolTurn): void {
     this.deciding = true;
@@ -516,6 +533,27 @@ export class Turn {
       await this.op.interruptEngineTurn(this.op.currentEngineTurn ?? this.id);
     }
     return {};
+  }
+
+  /**
+   * Ends the processes this turn's commands started that are still running, each with its whole process tree, and
+   * returns the ids of their command items. The engine keeps a command's process (a "background terminal") when
+   * the turn running it is interrupted: call this after `interrupt()`, once the turn has finished (before, the
+   * model would be told the command ended and go on). Processes that earlier turns of the thread started are left
+   * alone; one this client never saw start (the turn was stopped just as the engine started it) is this turn's.
+   */
+  async stopProcesses(): Promise<string[]> {
+    const mine = this.op.commands;
+    const processIds = new Set([...mine.values()].filter((p): p is string => p !== null));
+    const host = this.op.host;
+    const request = <T>(method: string, params: unknown) => host.request<T>(method, params);
+    const stopped: string[] = [];
+    for (const p of await listBackgroundProcesses(request, host.threadId)) {
+      const ours = mine.has(p.itemId) || processIds.has(p.processId) || !host.earlierCommand(p.itemId);
+      if (!ours) continue;
+      if (await terminateBackgroundProcess(request, host.threadId, p.processId)) stopped.push(p.itemId);
+    }
+    return stopped;
   }
 
   private async nextEngineTurn(previous: string): Promise<string | null> {

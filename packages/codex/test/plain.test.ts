@@ -1,6 +1,7 @@
+import { randomInt } from "node:crypto";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { Gate, scriptedModel, scripts } from "@codex-agent-api/testkit";
+import { cmdline, Gate, pidsRunning, scriptedModel, scripts } from "@codex-agent-api/testkit";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { Codex, type ServerRequest, TransportClosedError, type TurnEvent } from "../src/index.js";
 import { agentMessages, type Fixture, fixturePool } from "./fixture.js";
@@ -36,6 +37,60 @@ describe("command output", () => {
     // Every delta comes before the item's completion.
     const lastDelta = events.map((e) => e.method).lastIndexOf("item/commandExecution/outputDelta");
     expect(lastDelta).toBeLessThan(events.indexOf(done as TurnEvent));
+  });
+});
+
+describe("processes of an interrupted turn", () => {
+  /** Pids of the processes whose arguments are exactly `sleep <seconds>`. */
+  const sleeping = (seconds: string) => pidsRunning(seconds).filter((p) => cmdline(p) === `sleep ${seconds}`);
+  const until = async (check: () => boolean, what: string) => {
+    for (const deadline = Date.now() + 20_000; !check(); await new Promise((r) => setTimeout(r, 25))) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    }
+  };
+  const exec = (cmd: string, callId: string, yieldMs: number) =>
+    scripts.functionCall("exec_command", { cmd, login: false, yield_time_ms: yieldMs }, { callId });
+
+  it("outlive the interrupt; stopProcesses ends this turn's whole process tree and leaves earlier turns' alone", async () => {
+    f = await pool.take();
+    const earlier = `59.${randomInt(100_000, 999_999)}`;
+    const held = `58.${randomInt(100_000, 999_999)}`;
+    // The first turn's command goes on in the background once its tool call returns (after 250 ms).
+    f.mock.enqueue([exec(`sleep ${earlier}`, "call-earlier", 250), scripts.assistantMessage("left running")]);
+    // The second turn's command (a subtree: a shell, a child in a new session, a grandchild) is interrupted.
+    f.mock.enqueue(exec(`setsid sleep ${held} & sleep ${held}; wait`, "call-held", 30_000));
+    const thread = await f.codex.startThread({ sandbox: "workspace-write" });
+    expect((await thread.run("start it")).finalResponse).toBe("left running");
+    // (On a busy machine its sandbox may still be starting when the tool call returns.)
+    await until(() => sleeping(earlier).length === 1, "the first turn's command");
+
+    const turn = await thread.turn("hold it");
+    let started = false;
+    const events = (async () => {
+      for await (const e of turn.stream()) {
+        if (e.method === "item/started" && e.params.item.type === "commandExecution") started = true;
+      }
+    })();
+    // (Interrupted before the engine reports the command started, the command dies with the turn.)
+    await until(() => started && sleeping(held).length === 2, "the held command's processes");
+    await turn.interrupt();
+    await events;
+    expect((await turn.run()).status).toBe("interrupted");
+    // The engine keeps an interrupted turn's command running (the reason stopProcesses exists).
+    const listed = await thread.backgroundProcesses();
+    expect(listed.map((p) => p.itemId).sort()).toEqual(["call-earlier", "call-held"]);
+    expect(sleeping(held)).toHaveLength(2);
+
+    expect(await turn.stopProcesses()).toEqual(["call-held"]);
+    await until(() => pidsRunning(held).length === 0, "the held command's process tree to end");
+    expect(sleeping(earlier)).toHaveLength(1);
+    expect((await thread.backgroundProcesses()).map((p) => p.itemId)).toEqual(["call-earlier"]);
+
+    // A process is ended by its id too; ending it again says it was gone.
+    const [first] = listed.filter((p) => p.itemId === "call-earlier");
+    expect(await thread.terminateProcess(first!.processId)).toBe(true);
+    await until(() => pidsRunning(earlier).length === 0, "the earlier command to end");
+    expect(await thread.terminateProcess(first!.processId)).toBe(false);
   });
 });
 

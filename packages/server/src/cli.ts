@@ -5,6 +5,7 @@ import { ApiError } from "./domain/errors.js";
 import { KeyService } from "./domain/keys.js";
 import { createLogger, openStore, startService } from "./service.js";
 import { systemClock } from "./util/clock.js";
+import { type DirLock, DirLockedError, lockDirectory } from "./util/dir-lock.js";
 
 const KEYS_USAGE = `Usage:
   codex-agent-api keys create --project NAME [--admin] [--data-dir DIR]   prints the new key (shown once) as JSON
@@ -71,7 +72,20 @@ async function serve(argv: string[]): Promise<number> {
   };
   process.once("SIGTERM", catchSignal);
   process.once("SIGINT", catchSignal);
-  const service = await startService(config, { logger });
+  // One instance per data directory, before anything is written there (the engine's config, the database, the
+  // mock model): a second one would rewrite the first one's engine configuration under it.
+  let lock: DirLock;
+  try {
+    lock = lockDirectory(config.dataDir);
+  } catch (err) {
+    if (!(err instanceof DirLockedError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    return 1;
+  }
+  const service = await startService(config, { logger }).catch((err: unknown) => {
+    lock.release();
+    throw err;
+  });
   logger.info(
     {
       url: service.url,
@@ -100,6 +114,7 @@ async function serve(argv: string[]): Promise<number> {
     if (received) shutdown(received);
     else onSignal = shutdown;
   });
+  lock.release();
   logger.info("stopped");
   return code;
 }

@@ -6,7 +6,7 @@ import type { Logger } from "pino";
 import { buildApp } from "./app.js";
 import type { Config } from "./config.js";
 import { type Core, createCore, recover } from "./core.js";
-import { isolated, PERMISSION_PROFILE, prepareCodexHome } from "./engine/codex-home.js";
+import { isolated, missingModelReason, PERMISSION_PROFILE, prepareCodexHome } from "./engine/codex-home.js";
 import { EnginePool } from "./engine/pool.js";
 import type { App } from "./http/app-types.js";
 import { IDEMPOTENCY_TTL_SECONDS } from "./http/idempotency.js";
@@ -107,6 +107,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     logger,
     ...(isolated(config) ? { requiredProfile: PERMISSION_PROFILE } : {}),
     ...(config.codexPath ? { codexPath: config.codexPath } : {}),
+    // Without a key no turn reaches the model anyway (each says so): nothing to probe.
+    modelUrl: missingModelReason(config) ? null : home.modelUrl,
   });
   const core = createCore(config, { store, engines, logger, clock, ...shared });
   // Metrics and traces observe from here on (the turns failed by recovery included).
@@ -141,6 +143,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     purgeFiles();
   });
   engines.warm().catch((err: unknown) => logger.error({ err: String(err) }, "engine failed to start"));
+  engines.model(); // the model's first probe, before /health is asked
   let stopping: Promise<void> | null = null;
   return {
     app,
@@ -156,6 +159,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         await core.workers.stop();
         const closing = app.close();
         await core.runner.abortAll("server shutting down");
+        // What the ended turns and the sessions started in the background finishes here, while the engines and
+        // the store it uses are still up; nothing of it writes after the service has stopped.
+        await Promise.all([core.runner.hooksDone(), core.sessions.hooksDone()]);
+        await core.environments.close();
+        await core.checkpoints.close();
         await core.hub.drain();
         await observability.shutdown();
         core.hub.closeAll();

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Gate, scripts } from "@codex-agent-api/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { HookFailure } from "../src/domain/hooks.js";
 import { SqliteStore } from "../src/store/sqlite/index.js";
 import { type CliServer, isAlive, pidsRunning, startCliServer } from "./cli-process.js";
 import { cleanup, readSse, type ServerFixture, startServer, waitFor } from "./fixture.js";
@@ -15,6 +16,51 @@ type SessionBody = {
 };
 
 const texts = (b: SessionBody) => b.output.map((o) => o.item.text);
+
+describe("a session whose first turn never reached the engine", () => {
+  let s: ServerFixture;
+  beforeAll(async () => {
+    s = await startServer();
+  });
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  it("keeps working after an engine restart (its thread had nothing stored to resume)", async () => {
+    const { engines: pool, runner, store } = s.service.core;
+    // The first turn is refused after its thread was started, before the engine started the turn.
+    let refuse = true;
+    runner.use({
+      beforeTurn: async () => {
+        if (!refuse) return;
+        refuse = false;
+        throw new HookFailure("refused", "refused once");
+      },
+    });
+    const created = await s.json<{ id: string }>("POST", "/v1/agents/sessions", {});
+    const id = created.body.id;
+    const first = await s.json<SessionBody>("POST", `/v1/agents/sessions/${id}/events`, {
+      input: "Reply with exactly: refused",
+      stream: false,
+    });
+    expect(first.status).toBe(200);
+    const before = (await store.getSession(id))!;
+    expect(before.error).toBe("refused once");
+    expect(before.thread_id).toBeTruthy();
+    const oldPid = pool.killEngine(0);
+    await waitFor(() => (pool.stats()[0]!.pid ?? oldPid) !== oldPid, 20_000, "the engine to respawn");
+
+    const next = await s.json<SessionBody>("POST", `/v1/agents/sessions/${id}/events`, {
+      input: "Reply with exactly: after the restart",
+      stream: false,
+    });
+    expect(next.body.status).toBe("idle");
+    expect(texts(next.body)).toContain("after the restart");
+    const after = (await store.getSession(id))!;
+    expect(after.error).toBeNull();
+    expect(after.thread_id).not.toBe(before.thread_id);
+  });
+});
 
 describe("an engine process dies mid-turn", () => {
   let s: ServerFixture;

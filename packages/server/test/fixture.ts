@@ -1,7 +1,7 @@
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { MockResponsesServer } from "@codex-agent-api/testkit";
+import { type MockResponsesServer, processesUsing } from "@codex-agent-api/testkit";
 import pino from "pino";
 import { buildApp } from "../src/app.js";
 import { type Config, loadConfig } from "../src/config.js";
@@ -71,12 +71,31 @@ export async function startServer(
     },
     async close(o = {}) {
       await service.stop();
+      expectNothingLeft(dataDir, config.workspaceRoot);
       if (!o.keepData && !opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }
 
 export { readSse, type SseEvent } from "./sse-client.js";
+
+/**
+ * Once a service has stopped, nothing it started may still run in its directories (engine commands and sandboxes,
+ * git writing a checkpoint…): it would write there after the stop (a test's clean-up then fails with ENOTEMPTY).
+ */
+export function expectNothingLeft(...dirs: string[]): void {
+  const found = [...new Set(dirs.map((d) => realpathSync(d)))].flatMap((d) => processesUsing(d));
+  const left = [...new Map(found.map((p) => [p.pid, p])).values()];
+  if (left.length > 0) {
+    const list = left
+      .map(
+        (p) =>
+          `${p.pid} ${p.cmdline.length > 300 ? `${p.cmdline.slice(0, 120)} … ${p.cmdline.slice(-150)}` : p.cmdline}`,
+      )
+      .join("; ");
+    throw new Error(`still running after the service stopped: ${list}`);
+  }
+}
 
 /** Waits until `check` returns a truthy value (polling with a short interval), or throws after `timeoutMs`. */
 export async function waitFor<T>(
@@ -106,6 +125,7 @@ export function stubEngines(): Engines {
     forget: () => {},
     killEngine: () => undefined,
     stats: () => [],
+    model: () => ({ reachable: null, reason: null, since: null }),
     warm: async () => {},
     killAll: () => {},
     close: async () => {},

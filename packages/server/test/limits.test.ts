@@ -1,5 +1,6 @@
-// Limits: the session cap (429), idle-session expiry (TTL) and the per-turn timeout.
-import { Gate, scripts } from "@codex-agent-api/testkit";
+// Limits: the session cap (429), idle-session expiry (TTL) and the per-turn timeout (which stops the turn's commands).
+import { randomInt } from "node:crypto";
+import { cmdline, Gate, pidsRunning, scripts } from "@codex-agent-api/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TestClock } from "./clock.js";
 import { readSse, type ServerFixture, startServer, waitFor } from "./fixture.js";
@@ -217,4 +218,152 @@ describe("AGENT_TURN_TIMEOUT", () => {
     expect(reqs.at(-1)!.threadId).toBe(threadId);
     expect(reqs.at(-1)!.messageInputTexts("user")).toContain("take forever");
   });
+
+  /**
+   * Starts a turn running `sleep <marker>` (a shell with a child in a new session, and a grandchild) and waits until
+   * the command runs and its item is recorded. Returns the turn's SSE frames once it ends.
+   */
+  async function runningCommand(sessionId: string, marker: string) {
+    const res = await s.request("POST", `/v1/agents/sessions/${sessionId}/events`, {
+      input: `Run this exact shell command and wait for it to finish: setsid sleep ${marker} & sleep ${marker}; wait. Then reply with exactly: too late`,
+      stream: true,
+    });
+    expect(res.status).toBe(200);
+    let ended = false;
+    const frames = readSse(res).finally(() => {
+      ended = true;
+    });
+    await waitFor(
+      async () => {
+        if (ended) throw new Error(`the turn ended before its command ran: ${JSON.stringify(await frames)}`);
+        const items = await s.service.core.store.listItems(sessionId, { states: ["started"] });
+        return items.data.some((i) => i.type === "commandExecution") && sleeping(marker).length === 2;
+      },
+      30_000,
+      "the command to run",
+    );
+    return { frames, ended: () => ended };
+  }
+
+  /** The command item as each dialect lists it. */
+  async function commandItems(sessionId: string) {
+    const template = await s.json<{ data: Array<{ item: Record<string, unknown> }> }>(
+      "GET",
+      `/v1/agents/sessions/${sessionId}/items`,
+    );
+    const official = await s.json<{ data: Array<Record<string, unknown>> }>(
+      "GET",
+      `/v1/agents/sessions/${sessionId}/items`,
+      undefined,
+      { "openai-beta": "agents=v1" },
+    );
+    return {
+      template: template.body.data.map((d) => d.item).find((i) => i.type === "command_execution")!,
+      official: official.body.data.find((i) => i.type === "command_execution")!,
+    };
+  }
+
+  it("stops the running command's whole process tree, as a cancel does, and its item says the timeout stopped it", async () => {
+    const created = await s.json<{ id: string }>("POST", "/v1/agents/sessions", {});
+    const id = created.body.id;
+    const marker = `59.${randomInt(100_000, 999_999)}`;
+    const turn = await runningCommand(id, marker);
+    await waitFor(() => clock.armed(600_000), 10_000, "the turn's timeout to be armed");
+    clock.advance(601);
+    await waitFor(turn.ended, 30_000, "the timed-out turn to end");
+    const frames = await turn.frames;
+    expect(frames.at(-1)!.event).toBe("agent.session.turn.failed");
+    expect(frames.at(-1)!.data.error).toMatchObject({ code: "request_timeout" });
+    // Not left running unwatched: the shell, its children and their sandbox are gone.
+    await waitFor(() => pidsRunning(marker).length === 0, 10_000, "the command's processes to end");
+
+    const note = "[command stopped: Turn timeout exceeded (600 s)]";
+    const done = frames.find(
+      (f) =>
+        f.event === "agent.session.output_item.done" &&
+        (f.data.item as { type: string }).type === "command_execution",
+    );
+    expect(done?.data.item).toMatchObject({ status: "failed", aggregated_output: note });
+    const items = await commandItems(id);
+    expect(items.template).toMatchObject({ status: "failed", aggregated_output: note, exit_code: null });
+    expect(items.official).toMatchObject({ status: "failed", output: note });
+  });
+
+  it("a cancel stops the command's process tree the same way, and its item says so", async () => {
+    const created = await s.json<{ id: string }>("POST", "/v1/agents/sessions", {});
+    const id = created.body.id;
+    const marker = `59.${randomInt(100_000, 999_999)}`;
+    const turn = await runningCommand(id, marker);
+    const cancel = await s.json("POST", `/v1/agents/sessions/${id}/events`, {
+      type: "agent.session.input.cancel",
+    });
+    expect(cancel.body).toMatchObject({ cancelled: true });
+    await waitFor(turn.ended, 30_000, "the cancelled turn to end");
+    expect((await turn.frames).at(-1)!.event).toBe("agent.session.turn.cancelled");
+    await waitFor(() => pidsRunning(marker).length === 0, 10_000, "the command's processes to end");
+    const items = await commandItems(id);
+    expect(items.template).toMatchObject({
+      status: "failed",
+      aggregated_output: "[command stopped: Cancelled by the user]",
+    });
+  });
 });
+
+describe("AGENT_TURN_TIMEOUT while the turn waits for its environment", () => {
+  let s: ServerFixture;
+  const clock = new TestClock();
+  beforeAll(async () => {
+    s = await startServer({ env: { AGENT_TURN_TIMEOUT: "600" }, clock });
+  });
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  it("ends the wait at once, as a cancel does (the preparation would take two minutes)", async () => {
+    const marker = `58.${randomInt(100_000, 999_999)}`;
+    const official = { "openai-beta": "agents=v1" };
+    const created = await s.json<{ id: string }>(
+      "POST",
+      "/v1/agents/sessions",
+      {
+        agent: { model: "mock-model" },
+        environment: { type: "openai_hosted", setup_commands: [{ command: `sleep ${marker}` }] },
+      },
+      official,
+    );
+    expect(created.status).toBe(200);
+    const id = created.body.id;
+    await waitFor(() => sleeping(marker).length > 0, 30_000, "the setup command to run");
+    const sent = await s.request(
+      "POST",
+      `/v1/agents/sessions/${id}/events`,
+      {
+        events: [
+          {
+            type: "agent.session.input.message",
+            input: [{ role: "user", content: [{ type: "input_text", text: "Reply with exactly: never" }] }],
+          },
+        ],
+      },
+      official,
+    );
+    expect(sent.status).toBe(202);
+    await waitFor(() => clock.armed(600_000), 10_000, "the turn's timeout to be armed");
+    clock.advance(601);
+    const ended = await waitFor(
+      async () => {
+        const turns = await s.service.core.store.listTurns(id, {});
+        return turns.data.find((t) => t.status !== "in_progress");
+      },
+      20_000,
+      "the timed-out turn to end",
+    );
+    expect(ended).toMatchObject({ status: "failed", error: { code: "request_timeout" } });
+    expect(s.mock.requests()).toHaveLength(0);
+  });
+});
+
+/** Pids of the processes whose arguments are exactly `sleep <seconds>`. */
+function sleeping(seconds: string): number[] {
+  return pidsRunning(seconds).filter((p) => cmdline(p) === `sleep ${seconds}`);
+}

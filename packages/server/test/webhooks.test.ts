@@ -14,7 +14,7 @@ import { loadConfig } from "../src/config.js";
 import { type Service, startService } from "../src/service.js";
 import { until } from "./automation-helpers.js";
 import { TestClock } from "./clock.js";
-import { cleanup, type ServerFixture, startServer } from "./fixture.js";
+import { cleanup, expectNothingLeft, type ServerFixture, startServer } from "./fixture.js";
 import { expectApiError, messageEvent, rejection, sdk } from "./openai-helpers.js";
 import { type Received, WebhookReceiver } from "./webhook-receiver.js";
 
@@ -57,6 +57,7 @@ async function startLogged(clock: TestClock, args: string[]): Promise<Logged> {
     logs,
     async close() {
       await service.stop();
+      expectNothingLeft(dataDir);
       cleanup(dataDir);
     },
   };

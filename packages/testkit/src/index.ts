@@ -23,4 +23,13 @@ export {
   runMcpStdioServer,
   startMcpHttpServer,
 } from "./mcp.js";
-export { childPids, cmdline, cpuMs, descendantPids, isAlive, pidsRunning, rssMiB } from "./processes.js";
+export {
+  childPids,
+  cmdline,
+  cpuMs,
+  descendantPids,
+  isAlive,
+  pidsRunning,
+  processesUsing,
+  rssMiB,
+} from "./processes.js";

@@ -1,7 +1,7 @@
 /**
  * Inspecting the processes a test or benchmark spawned (the server, its engine children): Linux /proc only.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 
 /** Resident set size of a process in MiB (VmRSS of /proc/<pid>/status), or null when it is gone. */
 export function rssMiB(pid: number): number | null {
@@ -86,6 +86,28 @@ export function pidsRunning(needle: string): number[] {
     } catch {
       // gone meanwhile
     }
+  }
+  return out;
+}
+
+/**
+ * The running processes (this one aside) that work in `dir` or below it, or whose command line names it: what a
+ * service using `dir` left behind once it says it has stopped (its engines' commands and sandboxes, git…).
+ */
+export function processesUsing(dir: string): Array<{ pid: number; cmdline: string }> {
+  const out: Array<{ pid: number; cmdline: string }> = [];
+  const inside = (path: string) => path === dir || path.startsWith(`${dir}/`);
+  for (const entry of readdirSync("/proc")) {
+    const pid = Number(entry);
+    if (!/^\d+$/.test(entry) || pid === process.pid || !isAlive(pid)) continue;
+    let cwd = "";
+    try {
+      cwd = readlinkSync(`/proc/${entry}/cwd`);
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+    const line = cmdline(pid);
+    if (inside(cwd) || line.includes(dir)) out.push({ pid, cmdline: line });
   }
   return out;
 }

@@ -44,6 +44,7 @@ import type { Engines } from "../engine/types.js";
 import type { SessionRecord, Store, TurnRecord } from "../store/types.js";
 import type { EventHub } from "../stream/hub.js";
 import type { Clock, Timer } from "../util/clock.js";
+import { InFlight } from "../util/in-flight.js";
 import {
   type ConvPoint,
   conversationHistory,
@@ -163,6 +164,8 @@ export class CheckpointService {
   private usageStale = true;
   private measuring: Promise<void> | null = null;
   private closed = false;
+  /** Hooks, housekeeping and measurements running in the background (close waits for them). */
+  private readonly work = new InFlight();
 
   constructor(private readonly deps: CheckpointDeps) {
     if (this.enabled) this.health();
@@ -189,14 +192,25 @@ export class CheckpointService {
     };
   }
 
-  /** Stops housekeeping timers (server shutdown). */
-  close(): void {
+  /**
+   * Server shutdown: no hook or housekeeping starts from now on; resolves once what runs has finished and every
+   * store has stopped writing (idempotent).
+   */
+  async close(): Promise<void> {
     this.closed = true;
     for (const ws of this.workspaces.values()) ws.idle?.cancel();
+    await this.work.idle();
+    await Promise.all(
+      [...this.workspaces.values()].map(async (ws) => (await ws.repo?.catch(() => null))?.close()),
+    );
   }
 
-  private async timed(fn: () => Promise<void>, counts = false): Promise<void> {
-    if (!this.usable()) return;
+  private timed(fn: () => Promise<void>, counts = false): Promise<void> {
+    if (!this.usable()) return Promise.resolve();
+    return this.work.track(this.timedNow(fn, counts));
+  }
+
+  private async timedNow(fn: () => Promise<void>, counts: boolean): Promise<void> {
     const started = performance.now();
     try {
       await fn();
@@ -209,13 +223,13 @@ export class CheckpointService {
     }
   }
 
-  private async quietly(what: string, s: SessionRecord, fn: () => Promise<void>): Promise<void> {
-    if (!this.usable()) return;
-    try {
-      await fn();
-    } catch (err) {
-      this.deps.logger.error({ session: s.id, err: String(err) }, `checkpoint ${what} failed`);
-    }
+  private quietly(what: string, s: SessionRecord, fn: () => Promise<void>): Promise<void> {
+    if (!this.usable()) return Promise.resolve();
+    return this.work.track(
+      fn().catch((err: unknown) => {
+        this.deps.logger.error({ session: s.id, err: String(err) }, `checkpoint ${what} failed`);
+      }),
+    );
   }
 
   private usable(): boolean {
@@ -621,9 +635,11 @@ export class CheckpointService {
     const age = Date.now() - this.usage.at;
     if (this.enabled && !this.measuring && (age > USAGE_MAX_MS || (this.usageStale && age > USAGE_MIN_MS))) {
       this.usageStale = false;
-      this.measuring = this.measure().finally(() => {
-        this.measuring = null;
-      });
+      this.measuring = this.work.track(
+        this.measure().finally(() => {
+          this.measuring = null;
+        }),
+      );
     }
     return {
       enabled: this.enabled,
@@ -917,7 +933,7 @@ export class CheckpointService {
     ws.idle?.cancel();
     ws.idle = this.deps.clock.after(this.deps.config.checkpoints.idleSeconds * 1000, () => {
       ws.idle = null;
-      void this.housekeep(ws);
+      void this.work.track(this.housekeep(ws));
     });
   }
 

@@ -91,6 +91,8 @@ export class ShadowRepo {
   private recheckIgnored = true;
   private cachedHead: Entry | null | undefined;
   private destroyed = false;
+  /** Closed (server shutdown): no background refresh any more. */
+  private closed = false;
   /**
    * The tree the index is known to hold (what write-tree would answer), with the index file's identity when that
    * was learnt: a scan that changed nothing needs no write-tree. Forgotten when the file changed under us.
@@ -521,6 +523,17 @@ export class ShadowRepo {
     return this.exclusive(() => du(this.git.gitDir));
   }
 
+  /**
+   * Stops writing (server shutdown): the pending index refresh is dropped and what runs or waits for the store
+   * finishes; resolves then. Nothing runs in the background afterwards.
+   */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.refreshTimer) clearTimeout(this.refreshTimer);
+    this.refreshTimer = null;
+    await this.lock.run(() => undefined);
+  }
+
   /** Deletes the store (the workspace is not touched). The object is unusable afterwards. */
   destroy(): Promise<void> {
     return this.exclusive(async () => {
@@ -579,11 +592,12 @@ export class ShadowRepo {
   /** Schedules the refresh of a freshly written index (see `refreshTimer`). */
   private refreshSoon(): void {
     if (this.refreshTimer) clearTimeout(this.refreshTimer);
+    if (this.closed) return;
     this.refreshTimer = setTimeout(() => {
       this.refreshTimer = null;
       void this.lock
         .run(async () => {
-          if (this.destroyed) return;
+          if (this.destroyed || this.closed) return;
           const known = this.indexTree;
           const stamp = known ? await this.indexStamp() : null;
           // Rewrites the index with current stat data: racily clean entries become clean for good.

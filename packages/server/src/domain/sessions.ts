@@ -7,6 +7,7 @@ import type { Engines } from "../engine/types.js";
 import type { Page, SessionListOptions, SessionRecord, Store, TurnRecord } from "../store/types.js";
 import type { EventHub } from "../stream/hub.js";
 import type { Clock, Timer } from "../util/clock.js";
+import { InFlight } from "../util/in-flight.js";
 import type { AgentFields, AgentService } from "./agents.js";
 import { badRequest, capacity, notFound } from "./errors.js";
 import type { SessionHooks } from "./hooks.js";
@@ -41,6 +42,8 @@ export interface SessionDeps {
 export class SessionService {
   private ttlTimer: Timer | null = null;
   private readonly hooks: SessionHooks[] = [];
+  /** Session hooks still running (they are not awaited where a session is created or deleted). */
+  private readonly background = new InFlight();
 
   constructor(private readonly deps: SessionDeps) {}
 
@@ -159,10 +162,19 @@ export class SessionService {
     for (const h of this.hooks) {
       const fn = h[name];
       if (!fn) continue;
-      fn.call(h, s).catch((err: unknown) =>
-        this.deps.logger.error({ session: s.id, hook: name, err: String(err) }, "session hook failed"),
+      void this.background.track(
+        fn
+          .call(h, s)
+          .catch((err: unknown) =>
+            this.deps.logger.error({ session: s.id, hook: name, err: String(err) }, "session hook failed"),
+          ),
       );
     }
+  }
+
+  /** Resolves once the session hooks started so far have run (shutdown). */
+  hooksDone(): Promise<void> {
+    return this.background.idle();
   }
 
   /** Deletes a session; a running turn is interrupted first. */

@@ -103,7 +103,7 @@ const ENGINE_ENV = ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAG
 export function prepareCodexHome(
   config: Config,
   mockUrl: string | null,
-): { codexHome: string; env: Record<string, string> } {
+): { codexHome: string; env: Record<string, string>; modelUrl: string } {
   const codexHome = join(config.dataDir, "codex-home");
   mkdirSync(codexHome, { recursive: true });
   const providerUrl = config.provider.kind === "mock" ? mockUrl! : config.provider.baseUrl;
@@ -114,7 +114,7 @@ export function prepareCodexHome(
     if (v !== undefined && (ENGINE_ENV.includes(k) || k.startsWith("LC_"))) env[k] = v;
   }
   if (config.provider.kind !== "mock" && config.provider.apiKey) env[MODEL_KEY_ENV] = config.provider.apiKey;
-  return { codexHome, env };
+  return { codexHome, env, modelUrl: providerUrl };
 }
 
 /** Why a turn cannot reach a model, or null when it can. */

@@ -1,7 +1,17 @@
-import { Codex, type Thread, type ThreadOptions } from "@codex-agent-api/codex";
+import { Codex, InvalidRequestError, type Thread, type ThreadOptions } from "@codex-agent-api/codex";
 import type { Logger } from "pino";
-import { killTree } from "../util/process-tree.js";
+import {
+  descendantProcesses,
+  killRemaining,
+  killTree,
+  type ProcessRef,
+  waitGone,
+} from "../util/process-tree.js";
+import { ModelHealth, type ModelStatus } from "./model-health.js";
 import type { EngineStats, Engines, Lease, LeaseOptions } from "./types.js";
+
+/** The engine's answer to resuming a thread it has no stored conversation of. */
+const NO_ROLLOUT = /no rollout found for thread id/;
 
 export interface EnginePoolOptions {
   size: number;
@@ -14,6 +24,8 @@ export interface EnginePoolOptions {
   logger: Logger;
   /** Refuse a thread the engine does not run under this permission profile (fail closed). */
   requiredProfile?: string;
+  /** The model's base URL the engines are configured with (probed for /health); null: none to probe. */
+  modelUrl?: string | null;
 }
 
 interface Slot {
@@ -40,8 +52,11 @@ export class EnginePool implements Engines {
   private readonly slots: Slot[];
   private readonly placement = new Map<string, Slot>();
   private closed = false;
+  /** Whether the engines reach their model: what they report, and a probe of its URL. */
+  private readonly modelHealth: ModelHealth;
 
   constructor(private readonly opts: EnginePoolOptions) {
+    this.modelHealth = new ModelHealth({ url: opts.modelUrl ?? null });
     this.slots = Array.from({ length: opts.size }, (_, index) => ({
       index,
       codex: null,
@@ -57,6 +72,10 @@ export class EnginePool implements Engines {
   /** Starts every process now (instead of on first use). */
   async warm(): Promise<void> {
     await Promise.all(this.slots.map((s) => this.ensure(s)));
+  }
+
+  model(): ModelStatus {
+    return this.modelHealth.status();
   }
 
   stats(): EngineStats[] {
@@ -84,7 +103,7 @@ export class EnginePool implements Engines {
       const codex = await this.ensure(slot);
       let thread: Thread | undefined = threadId ? codex.thread(threadId) : undefined;
       if (!thread) {
-        thread = threadId ? await codex.resumeThread(threadId, options) : await codex.startThread(options);
+        thread = threadId ? await this.resume(codex, threadId, options) : await codex.startThread(options);
         slot.threads.add(thread.id);
         this.placement.set(thread.id, slot);
       }
@@ -108,6 +127,21 @@ export class EnginePool implements Engines {
     } catch (err) {
       this.done(slot);
       throw err;
+    }
+  }
+
+  /**
+   * Resumes a thread on this process. A thread on which no turn ever started has no stored conversation (the engine
+   * writes it with the first turn: a session whose first turn was stopped or refused before the engine started it),
+   * so no process can resume it: a new thread takes its place (the caller records its id); nothing is lost.
+   */
+  private async resume(codex: Codex, threadId: string, options: ThreadOptions): Promise<Thread> {
+    try {
+      return await codex.resumeThread(threadId, options);
+    } catch (err) {
+      if (!(err instanceof InvalidRequestError) || !NO_ROLLOUT.test(err.message)) throw err;
+      this.opts.logger.warn({ thread: threadId }, "thread has no stored conversation: starting a new one");
+      return codex.startThread(options);
     }
   }
 
@@ -148,20 +182,48 @@ export class EnginePool implements Engines {
     void slot.codex?.unloadThread(threadId);
   }
 
+  /** Ends every engine process; resolves once they, and everything they started, are gone. */
   async close(): Promise<void> {
     this.closed = true;
+    await this.modelHealth.close();
     await Promise.all(
       this.slots.map(async (s) => {
         const codex = s.codex ?? (s.starting ? await s.starting.catch(() => null) : null);
-        await codex?.close();
+        if (!codex) return;
+        // An engine that exits (or is killed for lingering) may leave processes it started behind (a sandbox, a
+        // command still running): they are collected until it has exited (it may start one meanwhile), and ended.
+        const started = new Map<string, ProcessRef>();
+        const collect = () => {
+          for (const p of codex.pid ? descendantProcesses(codex.pid) : [])
+            started.set(`${p.pid}:${p.start}`, p);
+        };
+        collect();
+        const collecting = setInterval(collect, 50);
+        try {
+          await codex.close();
+        } finally {
+          clearInterval(collecting);
+        }
+        const left = killRemaining([...started.values()]);
+        if (left === 0) return;
+        this.opts.logger.warn({ engine: s.index, processes: left }, "ending what an engine left running");
+        const stuck = await waitGone([...started.values()], 5000);
+        if (stuck.length > 0) {
+          this.opts.logger.error({ engine: s.index, pids: stuck.map((p) => p.pid) }, "processes did not end");
+        }
       }),
     );
   }
 
-  /** Kills an engine process (fault-injection for tests). */
+  /**
+   * Kills an engine process (an unresponsive one, or fault injection). SIGKILL kills everything it started too
+   * (sandboxes and the commands they run would outlive it: nothing would watch them any more); another signal goes
+   * to the engine process alone.
+   */
   killEngine(index: number, signal: NodeJS.Signals = "SIGKILL"): number | undefined {
     const pid = this.slots[index]?.codex?.pid;
-    if (pid) process.kill(pid, signal);
+    if (pid && signal === "SIGKILL") killTree(pid);
+    else if (pid) process.kill(pid, signal);
     return pid;
   }
 
@@ -193,6 +255,7 @@ export class EnginePool implements Engines {
       cwd: this.opts.cwd,
       ...(this.opts.codexPath ? { codexPath: this.opts.codexPath } : {}),
       clientInfo: { name: "codex_agent_api", title: "codex-agent-api", version: "0.1.0" },
+      onNotification: (n) => this.modelHealth.observe(n.method, n.params),
       onExit: (err) => {
         if (slot.generation !== generation) return;
         this.opts.logger.error(

@@ -1,4 +1,5 @@
 import type { Thread, ThreadOptions } from "@codex-agent-api/codex";
+import type { ModelStatus } from "./model-health.js";
 
 /** A session's engine thread, held while a turn (or goal housekeeping) runs on it. */
 export interface Lease {
@@ -31,11 +32,13 @@ export interface Engines {
   call<T>(method: string, params: unknown): Promise<T>;
   /** The session of this thread is gone. */
   forget(threadId: string): void;
-  /** Kills an engine process (an unresponsive one, or fault injection). */
+  /** Kills an engine process (an unresponsive one, or fault injection); SIGKILL: with everything it started. */
   killEngine(index: number, signal?: NodeJS.Signals): number | undefined;
   /** Kills every engine process (this instance fenced itself: its commands must stop). */
   killAll(): void;
   stats(): EngineStats[];
+  /** Whether the engines can reach their model (see model-health.ts). */
+  model(): ModelStatus;
   warm(): Promise<void>;
   close(): Promise<void>;
 }

@@ -1,32 +1,49 @@
 /** Processes below a pid (Linux /proc): an engine's helpers, sandboxes and the commands they run. */
 import { readdirSync, readFileSync } from "node:fs";
 
+/** A process, told apart from a later one that reuses its pid by its start time (clock ticks after boot). */
+export interface ProcessRef {
+  pid: number;
+  start: string;
+}
+
+/** "pid (comm) state ppid … starttime …" after the comm, which may hold spaces and parentheses. */
+function statFields(pid: number | string): string[] | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  } catch {
+    return null; // gone meanwhile
+  }
+}
+
 /** Every descendant of `pid` (children before their own children), from one reading of /proc. */
-export function descendants(pid: number): number[] {
-  const children = new Map<number, number[]>();
+export function descendantProcesses(pid: number): ProcessRef[] {
+  const children = new Map<number, ProcessRef[]>();
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-    } catch {
-      continue; // gone meanwhile
-    }
-    // "pid (comm) state ppid …": comm may contain spaces and parentheses.
-    const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    const fields = statFields(entry);
+    if (!fields) continue;
+    // After the comm: state(0) ppid(1) … starttime(19).
+    const ppid = Number(fields[1]);
     const list = children.get(ppid) ?? [];
-    list.push(Number(entry));
+    list.push({ pid: Number(entry), start: fields[19] ?? "" });
     children.set(ppid, list);
   }
-  const out: number[] = [];
+  const out: ProcessRef[] = [];
   const queue = [pid];
   while (queue.length > 0) {
     for (const child of children.get(queue.shift()!) ?? []) {
       out.push(child);
-      queue.push(child);
+      queue.push(child.pid);
     }
   }
   return out;
+}
+
+/** Every descendant of `pid` (children before their own children). */
+export function descendants(pid: number): number[] {
+  return descendantProcesses(pid).map((p) => p.pid);
 }
 
 /** SIGKILLs `pid` and everything below it (collected first, so nothing is reparented out of reach). */
@@ -37,5 +54,36 @@ export function killTree(pid: number): void {
     } catch {
       /* already gone */
     }
+  }
+}
+
+/** SIGKILLs those of `procs` that still run (the same processes, not later ones with their pids). Returns how many. */
+export function killRemaining(procs: readonly ProcessRef[]): number {
+  let killed = 0;
+  for (const p of procs) {
+    if (!running(p)) continue;
+    try {
+      process.kill(p.pid, "SIGKILL");
+      killed++;
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return killed;
+}
+
+/** Whether the process still runs (a zombie has ended; a later process with its pid is another one). */
+export function running(p: ProcessRef): boolean {
+  const fields = statFields(p.pid);
+  return fields !== null && fields[19] === p.start && fields[0] !== "Z";
+}
+
+/** Resolves once none of `procs` runs any more, or after `timeoutMs`; returns those still running then. */
+export async function waitGone(procs: readonly ProcessRef[], timeoutMs: number): Promise<ProcessRef[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const left = procs.filter(running);
+    if (left.length === 0 || Date.now() >= deadline) return left;
+    await new Promise((r) => setTimeout(r, 10));
   }
 }

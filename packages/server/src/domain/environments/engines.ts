@@ -40,10 +40,9 @@ export interface SessionEnginesDeps {
 const isRecord = (v: unknown): v is Record<string, unknown> =>
   !!v && typeof v === "object" && !Array.isArray(v);
 
-/** The operations that stop a session's turn (the runner's). */
+/** Where a session's turn being stopped is announced (the runner). */
 export interface TurnStopper {
-  cancel(sessionId: string): Promise<unknown>;
-  abort(sessionId: string, message: string): Promise<void>;
+  onStop(listener: (sessionId: string) => void): void;
 }
 
 export class SessionEngines implements Engines {
@@ -173,21 +172,11 @@ export class SessionEngines implements Engines {
   }
 
   /**
-   * Makes a cancel or an abort (deletion, shutdown) of a turn that waits for its environment end that wait at once
-   * (the turn then ends as stopped), instead of when the preparation ends. The runner has no stop signal its
-   * engines or hooks can observe, so its two stopping operations are wrapped here.
+   * Makes every stop of a turn that waits for its environment (a cancel, the turn timeout, a deletion, the
+   * shutdown) end that wait at once (the turn then ends as stopped), instead of when the preparation ends.
    */
   stopWaitsOn(runner: TurnStopper): void {
-    const cancel = runner.cancel.bind(runner);
-    const abort = runner.abort.bind(runner);
-    runner.cancel = (sessionId) => {
-      this.waits.get(sessionId)?.abort();
-      return cancel(sessionId);
-    };
-    runner.abort = (sessionId, message) => {
-      this.waits.get(sessionId)?.abort();
-      return abort(sessionId, message);
-    };
+    runner.onStop((sessionId) => this.waits.get(sessionId)?.abort());
   }
 
   call<T>(method: string, params: unknown): Promise<T> {
@@ -208,6 +197,10 @@ export class SessionEngines implements Engines {
 
   stats() {
     return this.inner.stats();
+  }
+
+  model() {
+    return this.inner.model();
   }
 
   warm(): Promise<void> {

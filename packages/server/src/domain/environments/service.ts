@@ -31,6 +31,7 @@ import type {
 } from "../../store/types.js";
 import type { EventHub } from "../../stream/hub.js";
 import type { Clock } from "../../util/clock.js";
+import { InFlight } from "../../util/in-flight.js";
 import { type ArtifactInfo, listArtifacts } from "../../workspace/artifacts.js";
 import { environmentPath } from "../../workspace/environment-paths.js";
 import { encodeArtifactId, isInside, realpathLoose, resolveDetailed } from "../../workspace/paths.js";
@@ -96,6 +97,13 @@ export interface EnvironmentDeps {
   files: FileService;
   instanceId: string;
 }
+
+/** Why an environment whose preparation a shutdown cut short has failed. */
+const STOPPED_WHILE_PREPARING: EnvironmentError = {
+  code: "server_restart",
+  message: "The server stopped while this environment was being prepared: create a new one.",
+  type: "environment_error",
+};
 
 const TERMINAL: ReadonlySet<EnvironmentStatus> = new Set(["ready", "connected", "failed", "expired"]);
 
@@ -376,11 +384,7 @@ export class EnvironmentService {
         env,
         env.session_id && !env.session_id.startsWith("reserved:") ? env.session_id : null,
         "failed",
-        {
-          code: "server_restart",
-          message: "The server stopped while this environment was being prepared: create a new one.",
-          type: "environment_error",
-        },
+        STOPPED_WHILE_PREPARING,
         null,
       );
       n++;
@@ -392,8 +396,25 @@ export class EnvironmentService {
     return this.deps.config.databaseUrl === null;
   }
 
+  /**
+   * Server shutdown: the preparations running here are stopped (their environments fail, as they would at the
+   * next start) and waited for: nothing writes to their directories or logs afterwards.
+   */
+  async close(): Promise<void> {
+    this.closing = true;
+    for (const id of this.preparingIds) this.deps.provisioner.cancel(id);
+    await this.preparing.idle();
+  }
+
+  private closing = false;
+  /** Preparations running in the background, and their environments' ids. */
+  private readonly preparing = new InFlight();
+  private readonly preparingIds = new Set<string>();
+
   private startProvisioning(env: EnvironmentRecord, spec: EnvironmentSpec, sessionVaultIds: string[]): void {
-    void (async () => {
+    if (this.closing) return; // stays pending: the next start fails it (recover)
+    this.preparingIds.add(env.id);
+    const work = (async () => {
       let result: ProvisionResult;
       let secretValues: string[] = Object.values(spec.env);
       try {
@@ -423,19 +444,18 @@ export class EnvironmentService {
       if (!current || current.status !== "pending") return;
       const sessionId =
         current.session_id && !current.session_id.startsWith("reserved:") ? current.session_id : null;
-      await this.setStatus(
-        current,
-        sessionId,
-        result.ok ? "ready" : "failed",
-        result.ok ? null : result.error,
-        null,
-      );
-    })().catch((err: unknown) =>
-      this.deps.logger.error(
-        { environment: env.id, err: String(err) },
-        "environment status could not be stored",
-      ),
-    );
+      // Cut short by the shutdown: what a restart would say (not the cancellation's own message).
+      const error = result.ok ? null : this.closing ? STOPPED_WHILE_PREPARING : result.error;
+      await this.setStatus(current, sessionId, error ? "failed" : "ready", error, null);
+    })()
+      .catch((err: unknown) =>
+        this.deps.logger.error(
+          { environment: env.id, err: String(err) },
+          "environment status could not be stored",
+        ),
+      )
+      .finally(() => this.preparingIds.delete(env.id));
+    void this.preparing.track(work);
   }
 
   /** A status change: stored, and on the session's log when it has one (in the same transaction). */

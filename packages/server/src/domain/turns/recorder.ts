@@ -22,6 +22,9 @@ const DELTA_KIND: Partial<Record<TurnEvent["method"], DeltaKind>> = {
   "item/fileChange/outputDelta": "file_change",
 };
 
+/** How much of a running command's streamed output is kept, for its item if the turn is stopped before it ends. */
+const KEPT_OUTPUT = 64 * 1024;
+
 /** How long a request about an item waits for the item's start to be logged. */
 const ITEM_WAIT_MS = 1000;
 
@@ -33,6 +36,8 @@ export class TurnRecorder {
   private failure: unknown = null;
   private thread: Thread | null = null;
   private readonly subagents: SubagentRecorder;
+  /** Commands started and not finished, with the tail of the output they streamed (see `openCommands`). */
+  private readonly running = new Map<string, { item: StoredItem; output: string; cut: boolean }>();
   /** Items whose start has been handed to the log, and who waits for one. */
   private readonly started = new Set<string>();
   private readonly startWaiters = new Map<string, Array<() => void>>();
@@ -153,6 +158,7 @@ export class TurnRecorder {
           { item: { kind: "start", turn_id: this.turnId, item, created_at: this.now() } },
         );
         this.started.add(item.id);
+        if (item.type === "commandExecution") this.running.set(item.id, { item, output: "", cut: false });
         for (const w of this.startWaiters.get(item.id) ?? []) w();
         this.startWaiters.delete(item.id);
         return;
@@ -177,6 +183,9 @@ export class TurnRecorder {
       case "item/reasoning/summaryTextDelta":
       case "item/commandExecution/outputDelta":
       case "item/fileChange/outputDelta":
+        if (event.method === "item/commandExecution/outputDelta") {
+          this.keepOutput(event.params.itemId, event.params.delta);
+        }
         this.log({
           type: "item.delta",
           data: {
@@ -218,7 +227,29 @@ export class TurnRecorder {
     }
   }
 
+  /**
+   * The commands of the turn that started and never finished (the turn is ending: they were stopped with it), each
+   * with the output it streamed (its last {@link KEPT_OUTPUT} characters).
+   */
+  openCommands(): Array<{ item: StoredItem; output: string }> {
+    return [...this.running.values()].map((c) => ({
+      item: c.item,
+      output: c.cut ? `…${c.output}` : c.output,
+    }));
+  }
+
+  private keepOutput(itemId: string, delta: string): void {
+    const c = this.running.get(itemId);
+    if (!c) return;
+    c.output += delta;
+    if (c.output.length > KEPT_OUTPUT) {
+      c.output = c.output.slice(-KEPT_OUTPUT);
+      c.cut = true;
+    }
+  }
+
   private finishItem(item: StoredItem): void {
+    this.running.delete(item.id);
     this.log(
       { type: "item.completed", data: { item, output_index: this.indexOf(item.id) } },
       { item: { kind: "finish", turn_id: this.turnId, item, created_at: this.now(), state: "completed" } },

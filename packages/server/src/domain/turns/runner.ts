@@ -25,12 +25,14 @@ import {
   FencedError,
   type SessionRecord,
   type Store,
+  type StoredItem,
   type TurnError,
   type TurnRecord,
   type TurnStatus,
 } from "../../store/types.js";
 import type { EventHub } from "../../stream/hub.js";
 import type { Clock, Timer } from "../../util/clock.js";
+import { InFlight } from "../../util/in-flight.js";
 import { hostPathsOf } from "../../workspace/environment-paths.js";
 import { badRequest, conflict, notFound, unavailable } from "../errors.js";
 import { isTurnEnd } from "../events.js";
@@ -108,6 +110,9 @@ export class TurnRunner {
   private readonly ranHere = new Map<string, number>();
   private readonly waiters = new Map<string, Array<(t: TurnRecord) => void>>();
   private readonly idleListeners: Array<(sessionId: string) => void> = [];
+  private readonly stopListeners: Array<(sessionId: string) => void> = [];
+  /** The `afterTurn` hooks of ended turns, still running. */
+  private readonly background = new InFlight();
 
   constructor(private readonly deps: RunnerDeps) {}
 
@@ -166,6 +171,14 @@ export class TurnRunner {
   /** Called when a turn has ended and its session is idle again. */
   onIdle(listener: (sessionId: string) => void): void {
     this.idleListeners.push(listener);
+  }
+
+  /**
+   * Called when a running turn starts being stopped, whatever stops it (cancel, turn timeout, deletion, shutdown):
+   * what the turn waits for outside the engine (its environment) stops waiting.
+   */
+  onStop(listener: (sessionId: string) => void): void {
+    this.stopListeners.push(listener);
   }
 
   /**
@@ -346,6 +359,11 @@ export class TurnRunner {
     await Promise.all([...this.active.keys()].map((id) => this.abort(id, message)));
   }
 
+  /** Resolves once the hooks of the turns that have ended have run (shutdown: after `abortAll`). */
+  hooksDone(): Promise<void> {
+    return this.background.idle();
+  }
+
   /** Runs `fn` with the session's engine thread while no turn runs (goal housekeeping). */
   async withThread<T>(session: SessionRecord, fn: (thread: Thread) => Promise<T>): Promise<T> {
     const here = session.thread_id
@@ -504,6 +522,13 @@ export class TurnRunner {
     if (active.stop) return;
     active.stop = stop;
     active.goal?.onStop();
+    for (const l of this.stopListeners) {
+      try {
+        l(active.session.id);
+      } catch (err) {
+        this.deps.logger.error({ session: active.session.id, err: String(err) }, "stop listener failed");
+      }
+    }
     // A hung engine must not keep the turn open forever: if it does not end in time, kill its process (the turn
     // then fails with the stop reason, and the pool respawns the engine).
     const watchdog = this.deps.clock.after(STOP_GRACE_MS, () => {
@@ -570,6 +595,8 @@ export class TurnRunner {
       if (err instanceof TurnFailedError) result = err.result;
     } finally {
       active.setEngineTurn(null);
+      // The engine keeps an interrupted turn's commands running: a stopped turn's commands stop with it.
+      if (active.stop && active.engineTurn) await this.stopCommands(active, active.engineTurn);
       try {
         await active.recorder.settled();
       } catch (err) {
@@ -601,6 +628,23 @@ export class TurnRunner {
     return this.finish(active, result, failure);
   }
 
+  /**
+   * Ends the processes of a stopped turn's commands, each with its process tree (bounded like the rest of the stop:
+   * an engine that does not answer is killed when the stop's grace period ends).
+   */
+  private async stopCommands(active: ActiveTurn, engineTurn: Turn): Promise<void> {
+    const { logger } = this.deps;
+    const where = { session: active.session.id, turn: active.turn.id };
+    try {
+      const stopped = await engineTurn.stopProcesses();
+      if (stopped.length > 0) {
+        logger.info({ ...where, items: stopped, why: active.stop?.code }, "stopped the turn's commands");
+      }
+    } catch (err) {
+      logger.warn({ ...where, err: String(err) }, "could not stop the turn's commands");
+    }
+  }
+
   private async finish(
     active: ActiveTurn,
     result: TurnResult | null,
@@ -621,6 +665,20 @@ export class TurnRunner {
           { type: "action.resolved", data: { action_id: a.id, action_type: a.type, answer: null } },
           { turn_id: turn.id },
         );
+      }
+      // The commands a stop ended say so, with the output they had streamed.
+      if (active.stop) {
+        for (const c of active.recorder.openCommands()) {
+          const item = stoppedCommand(c.item, c.output, active.stop);
+          const index = active.recorder.indexOf(item.id);
+          log(
+            { type: "item.completed", data: { item, output_index: index } },
+            {
+              turn_id: turn.id,
+              item: { kind: "finish", turn_id: turn.id, item, created_at: clock.now(), state: "incomplete" },
+            },
+          );
+        }
       }
       // Items the turn started but never finished (interrupted, failed) stay visible, marked incomplete.
       for (const item of await tx.closeOpenItems(sessionId, turn.id, "failed")) {
@@ -670,7 +728,7 @@ export class TurnRunner {
     this.waiters.delete(turn.id);
     if (error) logger.warn({ session: sessionId, turn: turn.id, status, error }, "turn ended");
     for (const l of this.idleListeners) l(sessionId);
-    void this.runHooks("afterTurn", active, outcomeTurn);
+    void this.background.track(this.runHooks("afterTurn", active, outcomeTurn));
     return outcomeTurn;
   }
 }
@@ -712,6 +770,13 @@ function outcome(
     };
   }
   return { status: "completed", error: null };
+}
+
+/** A command item the turn's stop ended: failed, its output what it streamed plus a line saying why it stopped. */
+function stoppedCommand(item: StoredItem, streamed: string, stop: Stop): StoredItem {
+  if (item.type !== "commandExecution") return item;
+  const output = streamed && !streamed.endsWith("\n") ? `${streamed}\n` : streamed;
+  return { ...item, status: "failed", aggregatedOutput: `${output}[command stopped: ${stop.message}]` };
 }
 
 /** A turn ended while it waited for the client (tool result, approval): what it waited for cannot be answered. */

@@ -2,17 +2,22 @@ import type { Core } from "../../core.js";
 import type { App } from "../app-types.js";
 
 /**
- * Liveness and engine state; open to everyone, so it tells nothing about any project's sessions. 503 while this
- * instance has fenced itself (it lost its database): a load balancer then sends requests elsewhere.
+ * Liveness and engine state; open to everyone, so it tells nothing about any project's sessions (nor the model's
+ * URL). 503 while this instance has fenced itself (it lost its database): a load balancer then sends requests
+ * elsewhere. `degraded` (still 200: the instance serves every request, other instances would use the same model)
+ * when its engines cannot reach their model: turns would wait for it and fail.
  */
 export function healthRoutes(app: App, core: Core): void {
   app.get("/health", async (_req, reply) => {
     if (!core.cluster.healthy) reply.code(503);
+    const model = core.engines.model();
     return {
-      status: core.cluster.healthy ? "ok" : "fenced",
+      status: !core.cluster.healthy ? "fenced" : model.reachable === false ? "degraded" : "ok",
       engines: core.engines
         .stats()
         .map((s) => ({ index: s.index, running: s.pid !== undefined, threads: s.threads, busy: s.busy })),
+      // Whether the engines reach their model: {reachable: true | false | null (not known yet), reason, since}.
+      model,
       active_turns: core.runner.activeCount(),
       // This instance among the others on its database (single: the embedded store); unhealthy while fenced.
       cluster: core.cluster.stats(),
@@ -20,8 +25,8 @@ export function healthRoutes(app: App, core: Core): void {
       checkpoints: core.checkpoints.health(),
     };
   });
-  // Stops the checkpoint stores' housekeeping timers with the server.
+  // Stops the checkpoint stores' housekeeping with the server (and waits for what runs).
   app.addHook("onClose", async () => {
-    core.checkpoints.close();
+    await core.checkpoints.close();
   });
 }

@@ -32,7 +32,8 @@ const SHARED: Record<string, Operation> = {
     summary: "Liveness and engine state",
     tag: "Operations",
     operationId: "getHealth",
-    returns: "`{status, engines, active_turns}`; open to everyone",
+    returns:
+      "`{status: ok | degraded | fenced, model: {reachable, reason, since}, engines, active_turns, cluster, checkpoints}`; open to everyone (503 only when fenced)",
   },
   "GET /metrics": {
     summary: "Prometheus metrics",
