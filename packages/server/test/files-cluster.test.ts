@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { NotFoundError, toFile } from "openai";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { cleanup, type ServerFixture, startServer, waitFor } from "./fixture.js";
+import { cleanup, expectNothingLeft, type ServerFixture, startServer, waitFor } from "./fixture.js";
 import { expectApiError, rejection, sdk } from "./openai-helpers.js";
 import { dropTestDatabase, pgTestUrl } from "./postgres.js";
 
@@ -36,7 +36,10 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const f of instances) await f.close();
+  // The instances share the workspace root: each one's engine runs there until it stops, so nothing may be left
+  // once both have stopped (checked then, not after the first).
+  await Promise.all(instances.map((f) => f.service.stop()));
+  expectNothingLeft(...instances.flatMap((f) => [f.dataDir, f.workspace]));
   if (dbUrl) await dropTestDatabase(dbUrl);
   if (dir) cleanup(dir);
 });

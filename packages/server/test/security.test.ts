@@ -654,8 +654,20 @@ describe("bad input on every route (the HTTP app alone)", () => {
         const template = await s.request("POST", path, body);
         const what = `${url} ${body.slice(0, 30)}`;
         const t = await jsonOf(template);
-        // Webhook endpoints answer in the official shape whatever the dialect header (the SDK sends none).
-        if (url.startsWith("/v1/webhook_endpoints")) {
+        // Webhook endpoints and the Files API answer in the official shape whatever the dialect header (their SDK
+        // methods send none); the upload route takes multipart/form-data only, so any JSON body is a 415 there.
+        if (url === "/v1/files") {
+          const asOfficial = await s.request("POST", path, body, { "openai-beta": "agents=v1" });
+          for (const [status, json] of [
+            [template.status, t],
+            [asOfficial.status, await jsonOf(asOfficial)],
+          ] as const) {
+            expect(status, what).toBe(415);
+            expect((json.error as Json).code, what).toBe("unsupported_media_type");
+          }
+          continue;
+        }
+        if (url.startsWith("/v1/webhook_endpoints") || url.startsWith("/v1/files")) {
           expect(template.status, what).toBe(400);
           expect((t.error as Json).message, what).toMatch(/nests more than 64 levels/);
         } else {
