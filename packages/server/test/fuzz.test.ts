@@ -701,7 +701,8 @@ function problem(req: FuzzRequest, a: Answer): string | null {
   }
   const error = (body as { error?: unknown }).error;
   // The official shape for requests that asked for it, and on the webhook and Files API routes (always official).
-  const official = officialAsked(req) || req.route.includes("/v1/webhook") || / \/v1\/files(\/|$)/.test(req.route);
+  const official =
+    officialAsked(req) || req.route.includes("/v1/webhook") || / \/v1\/files(\/|$)/.test(req.route);
   if (official) {
     const e = error as { message?: unknown; type?: unknown } | undefined;
     if (typeof e?.message !== "string" || typeof e.type !== "string") return "not the official error shape";
