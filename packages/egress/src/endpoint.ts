@@ -90,7 +90,12 @@ export class EgressEndpoint {
       maxSockets: opts.limits.maxConnections,
       timeout: opts.limits.idleTimeoutMs,
     });
-    const httpOptions = { maxHeaderSize: opts.limits.maxHeaderBytes, requestTimeout: 0 };
+    // (A request without Host is judged by the handlers: absolute-form carries its host, a tunnel has one.)
+    const httpOptions = {
+      maxHeaderSize: opts.limits.maxHeaderBytes,
+      requestTimeout: 0,
+      requireHostHeader: false,
+    };
     this.http = createHttpServer(httpOptions);
     this.inner = createHttpServer(httpOptions);
     for (const s of [this.http, this.inner]) {
@@ -220,7 +225,11 @@ export class EgressEndpoint {
       });
     }
     socket.setTimeout(this.limits.handshakeTimeoutMs, () => socket.destroy());
+    // Half-open sockets are allowed (for tunnels): one that ends before saying anything is done.
+    const endedEarly = () => socket.destroy();
+    socket.once("end", endedEarly);
     socket.once("data", (first: Buffer) => {
+      socket.off("end", endedEarly);
       socket.pause();
       if (overCap) {
         const refusal: Refusal = {

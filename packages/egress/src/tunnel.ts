@@ -8,7 +8,7 @@
  */
 import { Agent, type ClientRequestArgs, type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import type { Duplex } from "node:stream";
+import { Duplex } from "node:stream";
 import { type SecureContext, TLSSocket, connect as tlsConnect } from "node:tls";
 import { looksLikeTls, MAX_CLIENT_HELLO, parseClientHello } from "./client-hello.js";
 import type { EgressProtocol, EndpointContext } from "./context.js";
@@ -198,8 +198,7 @@ export function runTunnel(
     leaf.then(
       (secureContext) => {
         if (finished) return;
-        client.unshift(buffered);
-        const tls = new TLSSocket(client, {
+        const tls = new TLSSocket(replay(client, buffered), {
           isServer: true,
           secureContext,
           ALPNProtocols: ["http/1.1"],
@@ -216,7 +215,6 @@ export function runTunnel(
           end();
         });
         ctx.innerServer.emit("connection", tls);
-        client.resume();
       },
       () => end(),
     );
@@ -226,6 +224,36 @@ export function runTunnel(
   client.resume();
   upstream.resume();
   decide();
+}
+
+/**
+ * The client's socket as a stream that first yields the bytes already read from it. (A TLSSocket wrapping the
+ * socket itself would read its handle directly and miss bytes that were read and put back.)
+ */
+function replay(socket: Socket, head: Buffer): Duplex {
+  const d = new Duplex({
+    read() {
+      socket.resume();
+    },
+    write(chunk, encoding, callback) {
+      socket.write(chunk, encoding, callback);
+    },
+    final(callback) {
+      socket.end();
+      callback();
+    },
+    destroy(err, callback) {
+      socket.destroy();
+      callback(err);
+    },
+  });
+  if (head.length > 0) d.push(head);
+  socket.on("data", (chunk: Buffer) => {
+    if (!d.push(chunk)) socket.pause();
+  });
+  socket.on("end", () => d.push(null));
+  socket.on("close", () => d.destroy());
+  return d;
 }
 
 function sniMatches(serverName: string, target: TargetHost): boolean {

@@ -4,6 +4,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import {
+  Agent,
   createServer as createHttpServer,
   type IncomingHttpHeaders,
   type IncomingMessage,
@@ -122,14 +123,13 @@ export class Canary {
 /** A resolver answering from a map, counting the calls per name. */
 export function mapResolver(map: Record<string, string[]>): Resolver & { calls: Map<string, number> } {
   const calls = new Map<string, number>();
-  const r = (async (name: string) => {
+  const resolve: Resolver = async (name) => {
     calls.set(name, (calls.get(name) ?? 0) + 1);
     const answer = map[name];
     if (!answer) throw Object.assign(new Error(`no such name ${name}`), { code: "ENOTFOUND" });
     return answer.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
-  }) as Resolver & { calls: Map<string, number> };
-  r.calls = calls;
-  return r;
+  };
+  return Object.assign(resolve, { calls });
 }
 
 export function tempDir(): { dir: string; cleanup: () => void } {
@@ -199,16 +199,24 @@ export function tlsOver(socket: Socket, servername: string, ca: string): Promise
   });
 }
 
-/** One HTTP/1.1 request over an established (TLS) connection. */
+/** An agent that keeps one established (TLS) connection alive for several requests. */
+export function agentOver(conn: Socket): Agent {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  agent.createConnection = () => conn;
+  return agent;
+}
+
+/** One HTTP/1.1 request over an established (TLS) connection (or an agent holding one). */
 export function requestOver(
-  conn: Socket,
+  conn: Socket | Agent,
   host: string,
   path = "/",
   headers: Record<string, string> = {},
 ): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    // (No agent: `createConnection` is used only without one.)
-    const req = request({ createConnection: () => conn, host, path, headers: { host, ...headers } });
+    const how = conn instanceof Agent ? { agent: conn } : { createConnection: () => conn };
+    // (Without an agent `createConnection` is used, and the connection closes after the response.)
+    const req = request({ ...how, host, path, headers: { host, ...headers } });
     req.on("response", (res) => collect(res).then(resolve, reject));
     req.on("error", reject);
     req.end();
