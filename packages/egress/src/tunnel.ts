@@ -146,9 +146,13 @@ export function runTunnel(
   client.setTimeout(ctx.limits.idleTimeoutMs, end);
 
   let buffered: Buffer = head;
+  // A side that ends before the tunnel's kind is known ends the tunnel.
+  const endedWhileWaiting = () => end();
   const stopWaiting = () => {
     client.off("data", onClient);
     upstream.off("data", onUpstream);
+    client.off("end", endedWhileWaiting);
+    upstream.off("end", endedWhileWaiting);
     client.pause();
     upstream.pause();
   };
@@ -221,6 +225,8 @@ export function runTunnel(
   };
   client.on("data", onClient);
   upstream.on("data", onUpstream);
+  client.once("end", endedWhileWaiting);
+  upstream.once("end", endedWhileWaiting);
   client.resume();
   upstream.resume();
   decide();

@@ -3,12 +3,13 @@
 // uid 1000, the agent's uid in a container).
 import { spawnSync } from "node:child_process";
 import { chmodSync, mkdirSync, statSync, writeFileSync } from "node:fs";
-import { connect, type Socket } from "node:net";
+import { type AddressInfo, connect, createServer as createNetServer, type Socket } from "node:net";
 import { dirname } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type EgressEndpoint, type EgressPolicy, EgressProxy } from "../src/index.js";
 import {
   Canary,
+  connectThrough,
   decisionLog,
   mapResolver,
   proxiedGet,
@@ -191,6 +192,23 @@ describe("bad input and limits", () => {
     );
     for (const s of held) s.destroy();
     expect(endpoint.stats().refused.too_many_connections).toBe(1);
+  });
+
+  it("a tunnel whose client ends before sending anything is closed at once, upstream too", async () => {
+    await waitFor("earlier connections to close", () => endpoint.stats().connections.open === 0);
+    const upstreamClosed = new Promise<void>((resolve) => {
+      const echo = createNetServer((s) => s.on("close", () => resolve()));
+      echo.listen(0, TARGET_IP, async () => {
+        const port = (echo.address() as AddressInfo).port;
+        endpoint.update({ ...policy, ports: [port] } as EgressPolicy);
+        const t = await connectThrough(endpoint.socketPath, `allowed.test:${port}`);
+        expect(t.status).toBe(200);
+        t.socket!.end();
+      });
+    });
+    await upstreamClosed;
+    await waitFor("the tunnel's connection to close", () => endpoint.stats().connections.open === 0);
+    endpoint.update(policy);
   });
 
   it("a client that sends nothing is disconnected after the handshake timeout", async () => {
