@@ -12,6 +12,7 @@ import {
   proxiedGet,
   requestOver,
   socketIn,
+  socks5,
   TARGET_IP,
   Targets,
   tempDir,
@@ -113,6 +114,23 @@ describe("HTTPS", () => {
       intercepted: true,
     });
     expect(log.list.filter((d) => d.protocol === "https" && d.credentialed).length).toBe(2);
+  });
+
+  it("SOCKS5 to a credentialed host is intercepted the same way", async () => {
+    const name = Buffer.from("secret.test");
+    const port = targets.httpsPort;
+    const request = Buffer.concat([
+      Buffer.from([5, 1, 0, 3, name.length]),
+      name,
+      Buffer.from([port >> 8, port & 255]),
+    ]);
+    const { code, socket } = await socks5(endpoint.socketPath, request);
+    expect(code).toBe(0);
+    const tls = await tlsOver(socket, "secret.test", serviceCa.certPem);
+    const a = await requestOver(tls, "secret.test", "/via-socks");
+    expect(JSON.parse(a.body)).toMatchObject({ tls: true, hasAuth: true });
+    expect(targets.to("secret.test").at(-1)!.headers.authorization).toBe(SECRET);
+    tls.destroy();
   });
 
   it("a client that trusts only the real server's CA fails against an intercepted host (it is the proxy's certificate)", async () => {

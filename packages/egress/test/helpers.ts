@@ -260,3 +260,29 @@ export function decisionLog(): { list: EgressDecision[]; hook: (d: EgressDecisio
   const list: EgressDecision[] = [];
   return { list, hook: (d) => list.push(d) };
 }
+
+/** A SOCKS5 CONNECT: the greeting, the request; resolves with the reply code and the open socket. */
+export function socks5(
+  socketPath: string,
+  request: Buffer,
+): Promise<{ method: number; code: number | null; socket: Socket }> {
+  return new Promise((resolve, reject) => {
+    const s = connect(socketPath, () => s.write(Buffer.from([5, 1, 0])));
+    let buf = Buffer.alloc(0);
+    let sent = false;
+    s.on("data", (c: Buffer) => {
+      buf = Buffer.concat([buf, c]);
+      if (!sent && buf.length >= 2) {
+        sent = true;
+        if (buf[1] !== 0) return resolve({ method: buf[1]!, code: null, socket: s });
+        s.write(request);
+      }
+      if (buf.length >= 12) {
+        s.removeAllListeners("data");
+        resolve({ method: buf[1]!, code: buf[3]!, socket: s });
+      }
+    });
+    s.on("error", reject);
+    s.on("close", () => resolve({ method: buf[1] ?? -1, code: buf.length >= 4 ? buf[3]! : null, socket: s }));
+  });
+}

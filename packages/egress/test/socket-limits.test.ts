@@ -15,6 +15,7 @@ import {
   proxiedGet,
   rawExchange,
   socketIn,
+  socks5,
   TARGET_IP,
   Targets,
   tempDir,
@@ -53,32 +54,6 @@ afterAll(async () => {
   tmp.cleanup();
 });
 
-/** A SOCKS5 CONNECT: the greeting, the request; resolves with the reply code and the open socket. */
-function socks(
-  socketPath: string,
-  request: Buffer,
-): Promise<{ method: number; code: number | null; socket: Socket }> {
-  return new Promise((resolve, reject) => {
-    const s = connect(socketPath, () => s.write(Buffer.from([5, 1, 0])));
-    let buf = Buffer.alloc(0);
-    let sent = false;
-    s.on("data", (c: Buffer) => {
-      buf = Buffer.concat([buf, c]);
-      if (!sent && buf.length >= 2) {
-        sent = true;
-        if (buf[1] !== 0) return resolve({ method: buf[1]!, code: null, socket: s });
-        s.write(request);
-      }
-      if (buf.length >= 12) {
-        s.removeAllListeners("data");
-        resolve({ method: buf[1]!, code: buf[3]!, socket: s });
-      }
-    });
-    s.on("error", reject);
-    s.on("close", () => resolve({ method: buf[1] ?? -1, code: buf.length >= 4 ? buf[3]! : null, socket: s }));
-  });
-}
-
 const byName = (name: string, port: number, command = 1) =>
   Buffer.concat([
     Buffer.from([5, command, 0, 3, name.length]),
@@ -88,7 +63,7 @@ const byName = (name: string, port: number, command = 1) =>
 
 describe("SOCKS5", () => {
   it("CONNECT by name to an allowed host carries any TCP (here HTTP)", async () => {
-    const { code, socket } = await socks(endpoint.socketPath, byName("allowed.test", targets.httpPort));
+    const { code, socket } = await socks5(endpoint.socketPath, byName("allowed.test", targets.httpPort));
     expect(code).toBe(0);
     const answer = await new Promise<string>((resolve) => {
       let text = "";
@@ -122,7 +97,7 @@ describe("SOCKS5", () => {
       [byName("allowed.test", 22), "port_not_allowed"],
     ];
     for (const [request, reason] of cases) {
-      const { code, socket } = await socks(endpoint.socketPath, request);
+      const { code, socket } = await socks5(endpoint.socketPath, request);
       expect(code, reason).toBe(0x02);
       socket.destroy();
       expect(log.list.at(-1), reason).toMatchObject({ protocol: "socks5", decision: "refused", reason });
@@ -131,7 +106,7 @@ describe("SOCKS5", () => {
   });
 
   it("commands other than CONNECT and authentication-only clients are refused", async () => {
-    const bind = await socks(endpoint.socketPath, byName("allowed.test", targets.httpPort, 2));
+    const bind = await socks5(endpoint.socketPath, byName("allowed.test", targets.httpPort, 2));
     expect(bind.code).toBe(0x07);
     const auth = await rawExchange(endpoint.socketPath, Buffer.from([5, 1, 2]));
     expect([...auth]).toEqual([5, 0xff]);
