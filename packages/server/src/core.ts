@@ -18,6 +18,7 @@ import { SecretRedactor } from "./domain/environments/redaction.js";
 import { EnvironmentService } from "./domain/environments/service.js";
 import { GoalBook } from "./domain/goals/book.js";
 import { GoalService } from "./domain/goals/service.js";
+import { KeyWatch } from "./domain/key-watch.js";
 import { KeyService } from "./domain/keys.js";
 import { MessageService } from "./domain/messages.js";
 import { SessionService } from "./domain/sessions.js";
@@ -32,6 +33,7 @@ import { WebhookService } from "./domain/webhooks/service.js";
 import { BackgroundWorkers } from "./domain/workers.js";
 import type { Engines } from "./engine/types.js";
 import type { Store } from "./store/types.js";
+import { StreamClients } from "./stream/clients.js";
 import { EventHub } from "./stream/hub.js";
 import { type Clock, systemClock } from "./util/clock.js";
 import { LazySecretKeyring, loadSecretKeyring } from "./util/secrets.js";
@@ -55,6 +57,10 @@ export interface Core {
   store: Store;
   engines: Engines;
   hub: EventHub;
+  /** The SSE streams open to clients, by the key that opened them. */
+  streams: StreamClients;
+  /** Ends the open streams of revoked keys. */
+  keyWatch: KeyWatch;
   agents: AgentService;
   sessions: SessionService;
   runner: TurnRunner;
@@ -118,6 +124,9 @@ export function createCore(config: Config, infra: Infrastructure): Core {
   const takeover = new Takeover({ cluster, runner, book, logger });
   const messages = new MessageService({ store, runner, control, goals });
   const keys = new KeyService(store, clock);
+  const streams = new StreamClients();
+  const keyWatch = new KeyWatch({ store, streams, clock, logger });
+  keys.onRevoke((id) => keyWatch.revoked(id));
   const { automations, webhooks, workers } = automationsAndWebhooks(config, {
     ...infra,
     clock,
@@ -155,6 +164,8 @@ export function createCore(config: Config, infra: Infrastructure): Core {
     store,
     engines,
     hub,
+    streams,
+    keyWatch,
     agents,
     sessions,
     runner,

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { badRequest } from "../domain/errors.js";
 import type { EventRecord } from "../store/types.js";
+import type { EndReason, StreamClients } from "../stream/clients.js";
 import type { EventHub } from "../stream/hub.js";
 
 export interface Frame {
@@ -39,31 +40,47 @@ export function parseCursor(req: FastifyRequest, sessionId: string): Cursor | nu
 /** Reconnection advice for EventSource-style clients, sent with the first frame. */
 const RETRY_MS = 3000;
 
+/** Writes are coalesced up to this size while more events are already at hand (replay, a client catching up). */
+const COALESCE_BYTES = 65_536;
+
+/** How long the final frame of a stream the server ends may take to reach a client before its socket is closed. */
+const END_GRACE_MS = 2000;
+
+export interface StreamLogOptions {
+  hub: EventHub;
+  sessionId: string;
+  from: Cursor;
+  render: (e: EventRecord) => Frame[];
+  /**
+   * Identifies `render` across requests (e.g. "template", "openai:<agent id>"): a live event is rendered and
+   * formatted once for every subscriber using the same key (the hub hands them all the same EventRecord).
+   */
+  renderKey?: string;
+  until?: (e: EventRecord) => boolean;
+  prelude?: Frame[];
+  /** Emit `data: [DONE]` before closing (the official SDKs stop on it). */
+  done?: boolean;
+  /** Keep-alive comment interval. */
+  keepaliveMs: number;
+  /** Where the stream is registered while open (revoking its key ends it). */
+  clients?: StreamClients;
+  /**
+   * The last frame of a stream the server ends (the dialect's error shape), after the last event delivered
+   * (`lastSeq`); null: none. No `[DONE]` follows it.
+   */
+  endFrame?: (reason: EndReason, lastSeq: number) => Frame | null;
+}
+
 /**
- * Streams a session's log as SSE: replay from `from`, then live, until `until` matches (or the client leaves).
- * Writes respect backpressure: a slow client is paused on `drain` while the hub keeps only a bounded buffer
- * for it (the rest is re-read from the store), so it never blocks the turn or grows memory without bound.
+ * Streams a session's log as SSE: replay from `from`, then live, until `until` matches, the client leaves or the
+ * server ends it (its key revoked: the dialect's error frame, then the response ends and the connection closes).
+ *
+ * A client that stops reading costs O(1): once a write finds its socket full (not taken by the next turn of the
+ * event loop), the hub subscription drops whatever it holds and keeps only the last seq delivered; when the socket
+ * drains it is caught up from the store, in pages, and rejoins the live tail (in order, nothing lost or repeated).
+ * Besides that seq it holds at most the one chunk the socket has not taken (≤ 64 KiB, or one larger event).
  */
-export async function streamLog(
-  reply: FastifyReply,
-  opts: {
-    hub: EventHub;
-    sessionId: string;
-    from: Cursor;
-    render: (e: EventRecord) => Frame[];
-    /**
-     * Identifies `render` across requests (e.g. "template", "openai:<agent id>"): a live event is rendered and
-     * formatted once for every subscriber using the same key (the hub hands them all the same EventRecord).
-     */
-    renderKey?: string;
-    until?: (e: EventRecord) => boolean;
-    prelude?: Frame[];
-    /** Emit `data: [DONE]` before closing (the official SDKs stop on it). */
-    done?: boolean;
-    /** Keep-alive comment interval. */
-    keepaliveMs: number;
-  },
-): Promise<void> {
+export async function streamLog(reply: FastifyReply, opts: StreamLogOptions): Promise<void> {
   reply.hijack();
   const res = reply.raw;
   res.writeHead(200, {
@@ -78,78 +95,160 @@ export async function streamLog(
     ...(opts.until ? { until: opts.until } : {}),
   });
   let closed = false;
+  let ending: EndReason | null = null;
+  /** Resolves a pending wait for `drain` (the client left, or the stream is being ended). */
+  let wake: (() => void) | null = null;
   const onClose = () => {
     closed = true;
     sub.close();
+    wake?.();
   };
   // ServerResponse "close" = the client went away (IncomingMessage "close" fires once the body is read).
   res.on("close", onClose);
+  // Text rendered but not written yet; `single` is the shared bytes when it is exactly one live event's frames.
+  let batch = "";
+  let single: Rendered | null = null;
+  /** Seq of the last event whose frames were all written. */
+  let written = sub.lastSeq;
+  const keyId = reply.request.keyId ?? null;
+  const unregister = opts.clients?.add({
+    sessionId: opts.sessionId,
+    keyId,
+    end: (reason) => {
+      if (closed || ending) return;
+      ending = reason;
+      sub.close();
+      wake?.();
+    },
+    stats: () => ({
+      sessionId: opts.sessionId,
+      keyId,
+      mode: sub.mode,
+      bufferedEvents: sub.buffered,
+      pendingBytes: res.writableLength + batch.length,
+      lastSeq: sub.lastSeq,
+    }),
+  });
   // A comment line on its own, never followed by a blank line: a blank line after it would dispatch an empty event
   // in parsers that keep the last id (the Python SDK then fails to parse it); frames are always written whole, so
   // it always falls between two of them.
   const keepalive = setInterval(() => {
-    if (!closed) res.write(": keepalive\n");
+    if (!closed && !ending) res.write(": keepalive\n");
   }, opts.keepaliveMs);
   keepalive.unref();
-  const write = async (chunk: string) => {
-    if (closed) return;
-    if (!res.write(chunk)) {
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          res.off("drain", done);
-          res.off("close", done);
-          resolve();
-        };
-        res.on("drain", done);
-        res.on("close", done);
+  const write = async (chunk: string | Buffer) => {
+    if (closed || ending) return;
+    if (res.write(chunk)) return;
+    // Over the high-water mark. The response hands the chunk to the socket at the next tick: if the socket took it
+    // all, `drain` comes before the next turn of the event loop; if not, the client is not keeping up and the
+    // subscription stops holding events for it until it drains.
+    await new Promise<void>((resolve) => {
+      let settled = false;
+      const done = () => {
+        if (settled) return;
+        settled = true;
+        wake = null;
+        res.off("drain", done);
+        resolve();
+      };
+      wake = done;
+      res.on("drain", done);
+      setImmediate(() => {
+        if (!settled) sub.lag();
       });
-    }
+    });
+  };
+  const flush = async () => {
+    if (!batch) return;
+    const chunk = single ? single.bytes() : batch;
+    batch = "";
+    single = null;
+    await write(chunk);
   };
   try {
     for (const f of opts.prelude ?? []) await write(format(f, null));
     // The retry advice rides on the first frame (a record of its own would be an empty event to some parsers).
     let advice = `retry: ${RETRY_MS}\n`;
-    let batch = "";
     for await (const e of sub) {
-      if (closed) break;
-      // A live event comes straight from the hub (nothing queued): share its text with the other subscribers.
-      // A replayed page is this subscriber's own copy: caching it would only cost.
-      const text = eventText(e, opts, sub.buffered === 0);
-      if (text && advice) {
+      if (closed || ending) break;
+      // A live event is the hub's shared record: its text is shared with the other subscribers using the same
+      // render key. A replayed page is this subscriber's own copy: caching it would only cost.
+      const r = rendered(e, opts, sub.shared);
+      if (r.text && advice) {
         batch += advice;
         advice = "";
+        single = null;
+      } else if (r.text) {
+        single = batch ? null : r;
       }
-      batch += text;
-      // Coalesce while more events are already queued (replay pages, a subscriber that fell behind): one write
-      // per 64 KiB instead of one per frame. Caught up: write at once, so live latency is unchanged.
-      if (batch.length >= 65_536 || sub.buffered === 0) {
-        const chunk = batch;
-        batch = "";
-        await write(chunk);
+      batch += r.text;
+      // Coalesce while more events are already queued (replay pages, a subscriber catching up): one write per
+      // 64 KiB instead of one per frame. Caught up: write at once, so live latency is unchanged.
+      if (batch.length >= COALESCE_BYTES || sub.buffered === 0) {
+        await flush();
+        written = e.seq;
       }
     }
-    if (batch) await write(batch);
-    if (opts.done && !closed) await write("data: [DONE]\n\n");
+    if (!ending) {
+      await flush();
+      written = sub.lastSeq;
+      if (opts.done && !closed) await write("data: [DONE]\n\n");
+    }
   } finally {
     clearInterval(keepalive);
     sub.close();
+    unregister?.();
     res.off("close", onClose);
-    if (!res.writableEnded) res.end();
+    const reason = ending as EndReason | null; // set by end(), from outside this function
+    if (reason && !closed) endByServer(res, opts.endFrame?.(reason, written) ?? null);
+    else if (!res.writableEnded) res.end();
   }
 }
 
-/** The formatted frames of live events, per render key (weak: gone with the event). */
-const rendered = new WeakMap<EventRecord, { key: string; text: string }>();
+/** Ends a response the server decided to end: its final frame, then the connection closes (at the latest soon). */
+function endByServer(res: FastifyReply["raw"], frame: Frame | null): void {
+  const socket = res.socket;
+  const timer = setTimeout(() => socket?.destroy(), END_GRACE_MS);
+  timer.unref();
+  res.once("close", () => clearTimeout(timer));
+  res.once("finish", () => socket?.end());
+  if (!res.writableEnded) {
+    if (frame) res.end(format(frame, null));
+    else res.end();
+  }
+}
 
-function eventText(
+/** The formatted frames of an event; a live event's are kept (weakly) for the other subscribers of the render key. */
+interface Rendered {
+  key: string | undefined;
+  text: string;
+  /** The text as UTF-8 (encoded once, then written to every subscriber as is). */
+  bytes(): Buffer;
+}
+
+const cache = new WeakMap<EventRecord, Rendered>();
+
+function makeRendered(key: string | undefined, text: string): Rendered {
+  let b: Buffer | null = null;
+  return {
+    key,
+    text,
+    bytes() {
+      b ??= Buffer.from(text);
+      return b;
+    },
+  };
+}
+
+function rendered(
   e: EventRecord,
   opts: { render: (e: EventRecord) => Frame[]; renderKey?: string; from: Cursor },
-  live: boolean,
-): string {
-  const key = live && e.seq !== opts.from.seq ? opts.renderKey : undefined;
+  shared: boolean,
+): Rendered {
+  const key = shared && e.seq !== opts.from.seq ? opts.renderKey : undefined;
   if (key !== undefined) {
-    const hit = rendered.get(e);
-    if (hit?.key === key) return hit.text;
+    const hit = cache.get(e);
+    if (hit?.key === key) return hit;
   }
   const frames = opts.render(e);
   let text = "";
@@ -157,8 +256,9 @@ function eventText(
     if (e.seq === opts.from.seq && i <= opts.from.frame) continue;
     text += format(frames[i]!, frames.length === 1 ? String(e.seq) : `${e.seq}:${i}`);
   }
-  if (key !== undefined) rendered.set(e, { key, text });
-  return text;
+  const r = makeRendered(key, text);
+  if (key !== undefined) cache.set(e, r);
+  return r;
 }
 
 function format(f: Frame, id: string | null): string {

@@ -12,8 +12,11 @@
  * grown up to seq" without the events (another instance wrote them): subscribers then read them from the store.
  * While a subscription reads a page, events published meanwhile are remembered by seq only; it switches to live
  * only when a short page leaves nothing newer that it has heard of, so no event falls between the read and the
- * switch. A live subscriber that falls more than `maxBuffered` events behind drops them and reads them back from
- * the store: memory per subscriber is bounded. No timers, no polling.
+ * switch. A live subscriber that falls more than `maxBuffered` events behind stops queueing and reads the rest back
+ * from the store: memory per subscriber is bounded. A consumer that cannot take more for now (an SSE client whose
+ * socket is full) calls `lag()`: everything queued is dropped, only the last delivered seq is kept, and once it
+ * asks again it reads on from the store (in small pages that grow while it keeps up) until it rejoins the live
+ * tail. So a paused subscriber holds no events at all, however long it stays paused. No timers, no polling.
  */
 import type { Appended, EventRecord, ItemWrite, LogEvent, NewEvent, Queries, Store } from "../store/types.js";
 
@@ -32,11 +35,14 @@ export interface SubscribeOptions {
   maxBuffered?: number;
   /** Store read page size. Default 1000. */
   pageSize?: number;
+  /** The first page read after `lag()` (pages then double up to pageSize while the consumer keeps up). Default 64. */
+  lagPageSize?: number;
   /** If it returns true for an event, that event is delivered and then the subscription ends. */
   until?: (e: EventRecord) => boolean;
 }
 
-export type SubscriptionMode = "replay" | "live" | "closed";
+/** `lagging`: reading the store again after `lag()` (a kind of replay), until it rejoins the live tail. */
+export type SubscriptionMode = "replay" | "lagging" | "live" | "closed";
 
 export interface Subscription extends AsyncIterableIterator<EventRecord> {
   /** Ends the subscription now (pending and later `next()` calls resolve done). */
@@ -46,6 +52,16 @@ export interface Subscription extends AsyncIterableIterator<EventRecord> {
   /** Events currently held in memory by this subscription. */
   readonly buffered: number;
   readonly mode: SubscriptionMode;
+  /**
+   * Whether the event last delivered is the hub's own copy, handed to every subscriber of the session (a live event),
+   * rather than this subscription's own read of the store: what is derived from a shared one can be shared too.
+   */
+  readonly shared: boolean;
+  /**
+   * The consumer cannot take more for now: drop every queued event (keeping only the last delivered seq) and stop
+   * queueing; the next `next()` reads on from the store. Order and exactly-once delivery are kept.
+   */
+  lag(): void;
 }
 
 /** Receives, after every write, the session and its last seq (cross-instance wake-ups). */
@@ -53,6 +69,7 @@ export type WriteListener = (sessionId: string, lastSeq: number) => void;
 
 const DEFAULT_MAX_BUFFERED = 1024;
 const DEFAULT_PAGE_SIZE = 1000;
+const DEFAULT_LAG_PAGE_SIZE = 64;
 const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
 
 type Result = IteratorResult<EventRecord, undefined>;
@@ -74,6 +91,14 @@ class Sub implements Subscription {
   private readonly waiters: Waiter[] = [];
   private readonly maxBuffered: number;
   private readonly pageSize: number;
+  private readonly lagPageSize: number;
+  /** The size of the next store read: pageSize, or smaller after `lag()`. */
+  private pageLimit: number;
+  /** Set by `lag()` until the subscription is live again. */
+  private lagged = false;
+  /** Queued events up to this seq were read by this subscription itself (the rest were published to all). */
+  private ownUpTo = 0;
+  private lastShared = false;
   private readonly until: ((e: EventRecord) => boolean) | undefined;
   /** The highest seq heard of (published or notified) that may not be queued yet. */
   private heard = 0;
@@ -88,6 +113,8 @@ class Sub implements Subscription {
     this.delivered = Math.max(0, Math.trunc(opts.afterSeq ?? 0));
     this.maxBuffered = positiveInt(opts.maxBuffered, DEFAULT_MAX_BUFFERED);
     this.pageSize = positiveInt(opts.pageSize, DEFAULT_PAGE_SIZE);
+    this.lagPageSize = Math.min(this.pageSize, positiveInt(opts.lagPageSize, DEFAULT_LAG_PAGE_SIZE));
+    this.pageLimit = this.pageSize;
     this.until = opts.until;
   }
 
@@ -100,7 +127,23 @@ class Sub implements Subscription {
   }
 
   get mode(): SubscriptionMode {
-    return this._mode;
+    return this._mode === "replay" && this.lagged ? "lagging" : this._mode;
+  }
+
+  get shared(): boolean {
+    return this.lastShared;
+  }
+
+  lag(): void {
+    if (this._mode === "closed") return;
+    // What was queued exists in the store: remember how far (to read it again), not the events.
+    const tail = this.tailSeq();
+    if (tail > this.heard) this.heard = tail;
+    this.queue = [];
+    this.head = 0;
+    this._mode = "replay";
+    this.lagged = true;
+    this.pageLimit = this.lagPageSize;
   }
 
   [Symbol.asyncIterator](): this {
@@ -198,9 +241,10 @@ class Sub implements Subscription {
   private async readPage(): Promise<void> {
     this.reading = true;
     const from = this.tailSeq();
+    const limit = this.pageLimit;
     let page: EventRecord[];
     try {
-      page = await this.store.readEvents(this.sessionId, from, this.pageSize);
+      page = await this.store.readEvents(this.sessionId, from, limit);
     } catch (err) {
       this.reading = false;
       for (const w of this.waiters.splice(0)) w.reject(err);
@@ -208,18 +252,27 @@ class Sub implements Subscription {
     }
     this.reading = false;
     if (this._mode === "closed") return;
-    // Events queued live meanwhile cannot exist (replay mode queues nothing), so the page continues the queue.
+    // Replay mode queues nothing live, and a lag() during the read dropped only what was queued before it: the page
+    // continues the queue (a page read from before a lag() is still in order: tail is the last delivered seq).
     const before = this.tailSeq();
     for (const e of page) if (e.seq > this.tailSeq()) this.queue.push(e);
+    this.ownUpTo = this.tailSeq();
     // A short page with nothing new: whatever else was heard of is not in the store (a session deleted
     // elsewhere): stop expecting it rather than read again and again; a later notify or publish wakes us.
-    if (page.length < this.pageSize && this.tailSeq() === before) this.heard = before;
-    if (page.length < this.pageSize && this.heard <= this.tailSeq()) this._mode = "live";
+    if (page.length < limit && this.tailSeq() === before) this.heard = before;
+    if (page.length < limit && this.heard <= this.tailSeq()) {
+      this._mode = "live";
+      this.lagged = false;
+      this.pageLimit = this.pageSize;
+    } else if (this.pageLimit < this.pageSize) {
+      this.pageLimit = Math.min(this.pageSize, this.pageLimit * 2);
+    }
     this.pump();
   }
 
   private deliver(e: EventRecord): Result {
     this.delivered = e.seq;
+    this.lastShared = e.seq > this.ownUpTo;
     let last = true;
     try {
       last = this.until?.(e) === true;

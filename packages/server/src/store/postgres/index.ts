@@ -81,6 +81,9 @@ function compose(pool: pg.Pool, migrated: Migrated, url: string): PostgresStore 
   return {
     ...queries(new PgDb(pool)),
     kind: "postgres",
+    async changeCounter() {
+      return null;
+    },
     pool,
     migrated,
     url,
