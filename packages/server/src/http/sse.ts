@@ -43,6 +43,12 @@ const RETRY_MS = 3000;
 /** Writes are coalesced up to this size while more events are already at hand (replay, a client catching up). */
 const COALESCE_BYTES = 65_536;
 
+/**
+ * How long a write may wait for `drain` before the subscription stops holding events for the client (short stalls
+ * are ordinary TCP flow control, and dropping what is queued then would only make the client read it again).
+ */
+const LAG_AFTER_MS = 100;
+
 /** How long the final frame of a stream the server ends may take to reach a client before its socket is closed. */
 const END_GRACE_MS = 2000;
 
@@ -75,10 +81,10 @@ export interface StreamLogOptions {
  * Streams a session's log as SSE: replay from `from`, then live, until `until` matches, the client leaves or the
  * server ends it (its key revoked: the dialect's error frame, then the response ends and the connection closes).
  *
- * A client that stops reading costs O(1): once a write finds its socket full (not taken by the next turn of the
- * event loop), the hub subscription drops whatever it holds and keeps only the last seq delivered; when the socket
- * drains it is caught up from the store, in pages, and rejoins the live tail (in order, nothing lost or repeated).
- * Besides that seq it holds at most the one chunk the socket has not taken (≤ 64 KiB, or one larger event).
+ * A client that stops reading costs O(1): once a write finds its socket full (and still full 100 ms later), the
+ * hub subscription drops whatever it holds and keeps only the last seq delivered; when the socket drains it is
+ * caught up from the store, in pages, and rejoins the live tail (in order, nothing lost or repeated). Besides that
+ * seq it holds at most the one chunk the socket has not taken (≤ 64 KiB, or one larger event).
  */
 export async function streamLog(reply: FastifyReply, opts: StreamLogOptions): Promise<void> {
   reply.hijack();
@@ -105,9 +111,7 @@ export async function streamLog(reply: FastifyReply, opts: StreamLogOptions): Pr
   };
   // ServerResponse "close" = the client went away (IncomingMessage "close" fires once the body is read).
   res.on("close", onClose);
-  // Text rendered but not written yet; `single` is the shared bytes when it is exactly one live event's frames.
-  let batch = "";
-  let single: Rendered | null = null;
+  const pending = new Pending();
   /** Seq of the last event whose frames were all written. */
   let written = sub.lastSeq;
   const keyId = reply.request.keyId ?? null;
@@ -125,7 +129,7 @@ export async function streamLog(reply: FastifyReply, opts: StreamLogOptions): Pr
       keyId,
       mode: sub.mode,
       bufferedEvents: sub.buffered,
-      pendingBytes: res.writableLength + batch.length,
+      pendingBytes: res.writableLength + pending.length,
       lastSeq: sub.lastSeq,
     }),
   });
@@ -136,37 +140,32 @@ export async function streamLog(reply: FastifyReply, opts: StreamLogOptions): Pr
     if (!closed && !ending) res.write(": keepalive\n");
   }, opts.keepaliveMs);
   keepalive.unref();
-  const write = async (chunk: string | Buffer) => {
-    if (closed || ending) return;
-    if (res.write(chunk)) return;
-    // Over the high-water mark. The response hands the chunk to the socket at the next tick: if the socket took it
-    // all, `drain` comes before the next turn of the event loop; if not, the client is not keeping up and the
+  const write = async (chunks: readonly string[]) => {
+    if (closed || ending || chunks.length === 0) return;
+    let ok = true;
+    if (chunks.length === 1) ok = res.write(chunks[0]!);
+    else {
+      res.cork();
+      for (const c of chunks) ok = res.write(c);
+      res.uncork();
+    }
+    if (ok) return;
+    // Over the high-water mark: wait for `drain`. If it does not come soon, the client is not keeping up: the
     // subscription stops holding events for it until it drains.
     await new Promise<void>((resolve) => {
-      let settled = false;
+      const timer = setTimeout(() => sub.lag(), LAG_AFTER_MS);
       const done = () => {
-        if (settled) return;
-        settled = true;
+        clearTimeout(timer);
         wake = null;
         res.off("drain", done);
         resolve();
       };
       wake = done;
       res.on("drain", done);
-      setImmediate(() => {
-        if (!settled) sub.lag();
-      });
     });
   };
-  const flush = async () => {
-    if (!batch) return;
-    const chunk = single ? single.bytes() : batch;
-    batch = "";
-    single = null;
-    await write(chunk);
-  };
   try {
-    for (const f of opts.prelude ?? []) await write(format(f, null));
+    for (const f of opts.prelude ?? []) await write([format(f, null)]);
     // The retry advice rides on the first frame (a record of its own would be an empty event to some parsers).
     let advice = `retry: ${RETRY_MS}\n`;
     for await (const e of sub) {
@@ -175,24 +174,21 @@ export async function streamLog(reply: FastifyReply, opts: StreamLogOptions): Pr
       // render key. A replayed page is this subscriber's own copy: caching it would only cost.
       const r = rendered(e, opts, sub.shared);
       if (r.text && advice) {
-        batch += advice;
+        pending.text(advice);
         advice = "";
-        single = null;
-      } else if (r.text) {
-        single = batch ? null : r;
       }
-      batch += r.text;
+      pending.add(r);
       // Coalesce while more events are already queued (replay pages, a subscriber catching up): one write per
       // 64 KiB instead of one per frame. Caught up: write at once, so live latency is unchanged.
-      if (batch.length >= COALESCE_BYTES || sub.buffered === 0) {
-        await flush();
+      if (pending.length >= COALESCE_BYTES || sub.buffered === 0) {
+        await write(pending.take());
         written = e.seq;
       }
     }
     if (!ending) {
-      await flush();
+      await write(pending.take());
       written = sub.lastSeq;
-      if (opts.done && !closed) await write("data: [DONE]\n\n");
+      if (opts.done && !closed) await write(["data: [DONE]\n\n"]);
     }
   } finally {
     clearInterval(keepalive);
@@ -218,27 +214,51 @@ function endByServer(res: FastifyReply["raw"], frame: Frame | null): void {
   }
 }
 
+/** A shared event's text at least this long is written as a chunk of its own rather than copied into a batch. */
+const SHARED_CHUNK_MIN = 1024;
+
+/**
+ * Frames rendered but not written yet, as the chunks to write: small texts merged into one string, a shared event's
+ * large text as a chunk of its own (the string every subscriber writes, never copied per subscriber).
+ */
+class Pending {
+  length = 0;
+  private chunks: string[] = [];
+  private tail = "";
+
+  text(t: string): void {
+    this.tail += t;
+    this.length += t.length;
+  }
+
+  add(r: Rendered): void {
+    if (r.key === undefined || r.text.length < SHARED_CHUNK_MIN) {
+      this.text(r.text);
+      return;
+    }
+    if (this.tail) this.chunks.push(this.tail);
+    this.tail = "";
+    this.chunks.push(r.text);
+    this.length += r.text.length;
+  }
+
+  take(): string[] {
+    if (this.tail) this.chunks.push(this.tail);
+    const out = this.chunks;
+    this.chunks = [];
+    this.tail = "";
+    this.length = 0;
+    return out;
+  }
+}
+
 /** The formatted frames of an event; a live event's are kept (weakly) for the other subscribers of the render key. */
 interface Rendered {
   key: string | undefined;
   text: string;
-  /** The text as UTF-8 (encoded once, then written to every subscriber as is). */
-  bytes(): Buffer;
 }
 
 const cache = new WeakMap<EventRecord, Rendered>();
-
-function makeRendered(key: string | undefined, text: string): Rendered {
-  let b: Buffer | null = null;
-  return {
-    key,
-    text,
-    bytes() {
-      b ??= Buffer.from(text);
-      return b;
-    },
-  };
-}
 
 function rendered(
   e: EventRecord,
@@ -256,7 +276,7 @@ function rendered(
     if (e.seq === opts.from.seq && i <= opts.from.frame) continue;
     text += format(frames[i]!, frames.length === 1 ? String(e.seq) : `${e.seq}:${i}`);
   }
-  const r = makeRendered(key, text);
+  const r: Rendered = { key, text };
   if (key !== undefined) cache.set(e, r);
   return r;
 }
