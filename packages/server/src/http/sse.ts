@@ -96,6 +96,9 @@ export async function streamLog(reply: FastifyReply, opts: StreamLogOptions): Pr
     "x-accel-buffering": "no",
   });
   res.flushHeaders();
+  // The body's chunk framing is known (HTTP/1.1 chunked): a frame shared by many subscribers is framed once and
+  // written to each socket as the same bytes.
+  const socket = res.chunkedEncoding ? res.socket : null;
   const sub = opts.hub.subscribe(opts.sessionId, {
     afterSeq: Math.max(0, opts.from.seq - (opts.from.frame === Number.POSITIVE_INFINITY ? 0 : 1)),
     ...(opts.until ? { until: opts.until } : {}),
@@ -106,8 +109,8 @@ export async function streamLog(reply: FastifyReply, opts: StreamLogOptions): Pr
   let wake: (() => void) | null = null;
   const onClose = () => {
     closed = true;
-    sub.close();
     wake?.();
+    sub.close();
   };
   // ServerResponse "close" = the client went away (IncomingMessage "close" fires once the body is read).
   res.on("close", onClose);
@@ -140,57 +143,76 @@ export async function streamLog(reply: FastifyReply, opts: StreamLogOptions): Pr
     if (!closed && !ending) res.write(": keepalive\n");
   }, opts.keepaliveMs);
   keepalive.unref();
-  const write = async (chunks: readonly string[]) => {
-    if (closed || ending || chunks.length === 0) return;
+  const put = (c: string | Rendered): boolean => {
+    if (typeof c === "string") return res.write(c);
+    // Straight to the socket only while the response holds nothing of its own back (e.g. waiting for the socket
+    // behind a pipelined response): otherwise the bytes would overtake it.
+    const direct = socket !== null && res.writableLength === socket.writableLength;
+    const framed = direct ? c.framed() : null;
+    return framed ? socket!.write(framed) : res.write(c.text);
+  };
+  /** Writes what is pending; false when the socket is over its high-water mark (then wait for drain). */
+  const flush = (): boolean => {
+    const chunks = pending.take();
+    written = last;
+    if (closed || ending || chunks.length === 0) return true;
+    if (chunks.length === 1) return put(chunks[0]!);
+    res.cork();
     let ok = true;
-    if (chunks.length === 1) ok = res.write(chunks[0]!);
-    else {
-      res.cork();
-      for (const c of chunks) ok = res.write(c);
-      res.uncork();
-    }
-    if (ok) return;
-    // Over the high-water mark: wait for `drain`. If it does not come soon, the client is not keeping up: the
-    // subscription stops holding events for it until it drains.
-    await new Promise<void>((resolve) => {
+    for (const c of chunks) ok = put(c);
+    res.uncork();
+    return ok;
+  };
+  // Waits for `drain`. If it does not come soon, the client is not keeping up: the subscription stops holding
+  // events for it until it drains.
+  const drained = () =>
+    new Promise<void>((resolve) => {
       const timer = setTimeout(() => sub.lag(), LAG_AFTER_MS);
       const done = () => {
         clearTimeout(timer);
         wake = null;
         res.off("drain", done);
+        socket?.off("drain", done);
         resolve();
       };
       wake = done;
+      // The response says so for its own writes; the socket for the shared frames written to it directly.
       res.on("drain", done);
+      socket?.on("drain", done);
     });
+
+  // The retry advice rides on the first frame (a record of its own would be an empty event to some parsers).
+  let advice = `retry: ${RETRY_MS}\n`;
+  /** Seq of the last event taken into `pending`. */
+  let last = written;
+  /** Adds an event's frames; true when they should be written now. */
+  const add = (e: EventRecord): boolean => {
+    // A live event is the hub's shared record: its text is shared with the other subscribers using the same
+    // render key. A replayed page is this subscriber's own copy: caching it would only cost.
+    const r = rendered(e, opts, sub.shared);
+    if (r.text && advice) {
+      pending.text(advice);
+      advice = "";
+    }
+    pending.add(r);
+    last = e.seq;
+    // Coalesce while more events are already queued (replay pages, a subscriber catching up): one write per
+    // 64 KiB instead of one per frame. Caught up: write at once, so live latency is unchanged.
+    return pending.length >= COALESCE_BYTES || sub.buffered === 0;
   };
-  try {
-    for (const f of opts.prelude ?? []) await write([format(f, null)]);
-    // The retry advice rides on the first frame (a record of its own would be an empty event to some parsers).
-    let advice = `retry: ${RETRY_MS}\n`;
-    for await (const e of sub) {
-      if (closed || ending) break;
-      // A live event is the hub's shared record: its text is shared with the other subscribers using the same
-      // render key. A replayed page is this subscriber's own copy: caching it would only cost.
-      const r = rendered(e, opts, sub.shared);
-      if (r.text && advice) {
-        pending.text(advice);
-        advice = "";
-      }
-      pending.add(r);
-      // Coalesce while more events are already queued (replay pages, a subscriber catching up): one write per
-      // 64 KiB instead of one per frame. Caught up: write at once, so live latency is unchanged.
-      if (pending.length >= COALESCE_BYTES || sub.buffered === 0) {
-        await write(pending.take());
-        written = e.seq;
-      }
+
+  let settle!: { resolve: () => void; reject: (err: unknown) => void };
+  const over = new Promise<void>((resolve, reject) => {
+    settle = { resolve, reject };
+  });
+  let finished = false;
+  const finish = (err?: unknown) => {
+    if (finished) return;
+    finished = true;
+    if (err === undefined && !ending && !closed) {
+      flush();
+      if (opts.done) res.write("data: [DONE]\n\n");
     }
-    if (!ending) {
-      await write(pending.take());
-      written = sub.lastSeq;
-      if (opts.done && !closed) await write(["data: [DONE]\n\n"]);
-    }
-  } finally {
     clearInterval(keepalive);
     sub.close();
     unregister?.();
@@ -198,7 +220,82 @@ export async function streamLog(reply: FastifyReply, opts: StreamLogOptions): Pr
     const reason = ending as EndReason | null; // set by end(), from outside this function
     if (reason && !closed) endByServer(res, opts.endFrame?.(reason, written) ?? null);
     else if (!res.writableEnded) res.end();
-  }
+    if (err === undefined) settle.resolve();
+    else settle.reject(err);
+  };
+
+  /**
+   * Delivers what the subscription has, synchronously while events are queued (a live event is written from
+   * within the hub's publish, without a promise per event and subscriber: what 1000 subscribers cost the most);
+   * it goes async only to wait for drain or to read the store. Idle while live and caught up: the hub's onReady
+   * calls it again.
+   */
+  let driving = false;
+  const drive = (): void => {
+    for (;;) {
+      if (closed || ending) {
+        finish();
+        return;
+      }
+      const e = sub.poll();
+      if (e !== undefined) {
+        if (add(e) && !flush()) {
+          resume(drained());
+          return;
+        }
+        continue;
+      }
+      if (sub.mode === "closed") {
+        finish();
+        return;
+      }
+      if (pending.length > 0) {
+        if (!flush()) {
+          resume(drained());
+          return;
+        }
+        continue;
+      }
+      if (sub.mode === "live") {
+        driving = false;
+        return;
+      }
+      // Replaying or lagging: the next event comes from the store.
+      resume(
+        sub.next().then(async (r) => {
+          if (r.done) return;
+          if (add(r.value) && !flush()) await drained();
+        }),
+      );
+      return;
+    }
+  };
+  const resume = (p: Promise<void>): void => {
+    void p.then(
+      () => {
+        try {
+          drive();
+        } catch (err) {
+          finish(err);
+        }
+      },
+      (err: unknown) => finish(err),
+    );
+  };
+  const kick = () => {
+    if (driving || finished) return;
+    driving = true;
+    try {
+      drive();
+    } catch (err) {
+      finish(err);
+    }
+  };
+
+  for (const f of opts.prelude ?? []) res.write(format(f, null));
+  sub.onReady(kick);
+  kick();
+  return over;
 }
 
 /** Ends a response the server decided to end: its final frame, then the connection closes (at the latest soon). */
@@ -218,12 +315,13 @@ function endByServer(res: FastifyReply["raw"], frame: Frame | null): void {
 const SHARED_CHUNK_MIN = 1024;
 
 /**
- * Frames rendered but not written yet, as the chunks to write: small texts merged into one string, a shared event's
- * large text as a chunk of its own (the string every subscriber writes, never copied per subscriber).
+ * Frames rendered but not written yet, as the chunks to write: this stream's own texts merged into one string, a
+ * shared event's frames as a chunk of their own (written as the bytes every subscriber writes, never copied per
+ * subscriber); small shared ones are merged too while a batch is being coalesced.
  */
 class Pending {
   length = 0;
-  private chunks: string[] = [];
+  private chunks: Array<string | Rendered> = [];
   private tail = "";
 
   text(t: string): void {
@@ -232,17 +330,18 @@ class Pending {
   }
 
   add(r: Rendered): void {
-    if (r.key === undefined || r.text.length < SHARED_CHUNK_MIN) {
+    if (!r.text) return;
+    if (r.key === undefined || (this.length > 0 && r.text.length < SHARED_CHUNK_MIN)) {
       this.text(r.text);
       return;
     }
     if (this.tail) this.chunks.push(this.tail);
     this.tail = "";
-    this.chunks.push(r.text);
+    this.chunks.push(r);
     this.length += r.text.length;
   }
 
-  take(): string[] {
+  take(): Array<string | Rendered> {
     if (this.tail) this.chunks.push(this.tail);
     const out = this.chunks;
     this.chunks = [];
@@ -256,9 +355,35 @@ class Pending {
 interface Rendered {
   key: string | undefined;
   text: string;
+  /**
+   * The text as one HTTP/1.1 chunk (size line, bytes, CRLF), made once and shared: null on its first use (one
+   * subscriber alone gains nothing from a copy), the same Buffer on every later one.
+   */
+  framed(): Buffer | null;
 }
 
 const cache = new WeakMap<EventRecord, Rendered>();
+
+function makeRendered(key: string | undefined, text: string): Rendered {
+  let uses = 0;
+  let bytes: Buffer | null = null;
+  return {
+    key,
+    text,
+    framed() {
+      if (key === undefined || uses++ === 0) return null;
+      if (!bytes) {
+        const n = Buffer.byteLength(text);
+        const head = `${n.toString(16)}\r\n`;
+        bytes = Buffer.allocUnsafe(head.length + n + 2);
+        bytes.write(head, 0, "latin1");
+        bytes.write(text, head.length, "utf8");
+        bytes.write("\r\n", head.length + n, "latin1");
+      }
+      return bytes;
+    },
+  };
+}
 
 function rendered(
   e: EventRecord,
@@ -276,7 +401,7 @@ function rendered(
     if (e.seq === opts.from.seq && i <= opts.from.frame) continue;
     text += format(frames[i]!, frames.length === 1 ? String(e.seq) : `${e.seq}:${i}`);
   }
-  const r: Rendered = { key, text };
+  const r = makeRendered(key, text);
   if (key !== undefined) cache.set(e, r);
   return r;
 }

@@ -62,6 +62,17 @@ export interface Subscription extends AsyncIterableIterator<EventRecord> {
    * queueing; the next `next()` reads on from the store. Order and exactly-once delivery are kept.
    */
   lag(): void;
+  /**
+   * For a consumer that does not wait in `next()` between events: the next event already queued, delivered now
+   * (no store read, no promise), or undefined when none is (then `next()` reads the store, or `onReady` says when
+   * there is one). Not while a `next()` is pending.
+   */
+  poll(): EventRecord | undefined;
+  /**
+   * Called, synchronously, whenever the subscription has something for a consumer that is not waiting in `next()`:
+   * an event queued, the store to read (it left the live tail), or its end. It must not throw.
+   */
+  onReady(listener: () => void): void;
 }
 
 /** Receives, after every write, the session and its last seq (cross-instance wake-ups). */
@@ -103,6 +114,9 @@ class Sub implements Subscription {
   /** The highest seq heard of (published or notified) that may not be queued yet. */
   private heard = 0;
   private reading = false;
+  private ready: (() => void) | null = null;
+  /** Something was queued or changed by publish() since the consumer was last told (see endOfBatch). */
+  private unsignalled = false;
 
   constructor(
     private readonly hub: EventHub,
@@ -150,6 +164,30 @@ class Sub implements Subscription {
     return this;
   }
 
+  onReady(listener: () => void): void {
+    this.ready = listener;
+  }
+
+  poll(): EventRecord | undefined {
+    if (this._mode === "closed" || this.waiters.length > 0) return undefined;
+    const e = this.take();
+    return e && this.deliver(e).value;
+  }
+
+  /** Tells a consumer that is not in next() that there is something for it. */
+  private signal(): void {
+    this.unsignalled = false;
+    if (this.ready && this.waiters.length === 0) this.ready();
+  }
+
+  /**
+   * The hub has handed over a batch of events (one write's worth): tell the consumer now, once for the batch, so
+   * that it writes them together rather than one by one.
+   */
+  endOfBatch(): void {
+    if (this.unsignalled) this.signal();
+  }
+
   private tailSeq(): number {
     return this.queue.length > this.head ? this.queue[this.queue.length - 1]!.seq : this.delivered;
   }
@@ -168,19 +206,25 @@ class Sub implements Subscription {
       this.heard = Math.max(this.heard, e.seq);
       this._mode = "replay";
       this.pump();
+      this.unsignalled = true;
       return;
     }
     const w = this.waiters.shift();
     if (w) w.resolve(this.deliver(e));
-    else this.queue.push(e);
+    else {
+      this.queue.push(e);
+      this.unsignalled = true;
+    }
   }
 
   /** The log has grown up to `seq` (written by another instance). */
   notify(seq: number): void {
     if (this._mode === "closed" || seq <= this.tailSeq()) return;
     if (seq > this.heard) this.heard = seq;
+    const was = this._mode;
     this._mode = "replay";
     this.pump();
+    if (was === "live") this.signal();
   }
 
   next(): Promise<Result> {
@@ -210,6 +254,7 @@ class Sub implements Subscription {
     this.head = 0;
     this.hub.unregister(this);
     for (const w of this.waiters.splice(0)) w.resolve(DONE);
+    this.signal();
   }
 
   private take(): EventRecord | undefined {
@@ -447,7 +492,9 @@ export class EventHub {
         for (const s of this.subs.get(sessionId) ?? []) s.notify(target);
         return;
       }
-      for (const e of events) for (const s of this.subs.get(sessionId) ?? []) s.publish(e);
+      const subs = this.subs.get(sessionId) ?? new Set<Sub>();
+      for (const e of events) for (const s of subs) s.publish(e);
+      for (const s of subs) s.endOfBatch();
       this.fetched.set(sessionId, Math.max(this.fetched.get(sessionId) ?? 0, events.at(-1)!.seq));
     }
   }
@@ -540,6 +587,7 @@ export class EventHub {
     const set = this.subs.get(sessionId);
     if (set) {
       for (const a of appended) for (const s of set) s.publish(a.event);
+      for (const s of set) s.endOfBatch();
       this.fetched.set(sessionId, Math.max(this.fetched.get(sessionId) ?? 0, appended.at(-1)!.event.seq));
     }
     for (const l of this.eventListeners) {
