@@ -13,7 +13,7 @@
 import http from "node:http";
 import { scripts } from "@codex-agent-api/testkit";
 import { COMPLETED, OfficialSession, type Scenario, TRIVIAL_PROMPT } from "../context.js";
-import { OFFICIAL } from "../http.js";
+import { OFFICIAL, SseLineScanner } from "../http.js";
 import { now, rssMiB, sleep } from "../proc.js";
 import { type ServerProcess, startServer } from "../server.js";
 import type { Row } from "../stats.js";
@@ -21,44 +21,19 @@ import type { Row } from "../stats.js";
 const PARTS = 1678;
 const PART_BYTES = 10_000;
 
-/**
- * The SSE ids of a stream, read without keeping its data (a frame of this turn can be 16 MiB): every `id:` line,
- * in order, and whether the turn's completed event was seen.
- */
+/** The SSE ids of a stream, in order, and whether the turn's completed event was seen. */
 class IdScanner {
   readonly ids: string[] = [];
   completed = false;
   bytes = 0;
-  private carry = "";
-  /** Inside a line that is not an id or event line (its rest is skipped). */
-  private skipping = false;
+  private readonly lines = new SseLineScanner((kind, value) => {
+    if (kind === "id") this.ids.push(value);
+    else if (value === COMPLETED) this.completed = true;
+  });
 
   push(chunk: string): void {
     this.bytes += chunk.length;
-    let start = 0;
-    for (;;) {
-      const nl = chunk.indexOf("\n", start);
-      if (nl < 0) {
-        if (!this.skipping) {
-          this.carry += chunk.slice(start);
-          // Only short lines (id:, event:) are kept whole; anything longer is data: skip to its end.
-          if (this.carry.length > 200) {
-            this.carry = "";
-            this.skipping = true;
-          }
-        }
-        return;
-      }
-      if (this.skipping) this.skipping = false;
-      else this.line(this.carry + chunk.slice(start, nl));
-      this.carry = "";
-      start = nl + 1;
-    }
-  }
-
-  private line(l: string): void {
-    if (l.startsWith("id: ")) this.ids.push(l.slice(4));
-    else if (l === `event: ${COMPLETED}`) this.completed = true;
+    this.lines.push(chunk);
   }
 }
 
