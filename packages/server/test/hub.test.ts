@@ -394,6 +394,39 @@ describe("EventHub", () => {
     expect(sub.shared).toBe(true); // published live: the hub's copy
   });
 
+  it("poll/onReady: a consumer outside next() is told once per published batch and takes it synchronously", async () => {
+    const sub = hub.subscribe("s1");
+    let told = 0;
+    sub.onReady(() => told++);
+    await append(2);
+    expect(seqs(await take(sub, 2))).toEqual([1, 2]);
+    await waitFor(() => sub.mode === "live", "live mode");
+    expect(sub.poll()).toBeUndefined();
+    told = 0;
+    await append(5); // one batch
+    expect(told).toBe(1);
+    const got: number[] = [];
+    for (let e = sub.poll(); e; e = sub.poll()) got.push(e.seq);
+    expect(got).toEqual([3, 4, 5, 6, 7]);
+    expect(sub.lastSeq).toBe(7);
+    expect(sub.shared).toBe(true);
+    // Not while a next() is pending: that one gets the event.
+    const p = sub.next();
+    await append(1);
+    expect(told).toBe(1);
+    expect((await p).value?.seq).toBe(8);
+    // Leaving the live tail (lag, then something to read) and the end are said too.
+    sub.lag();
+    await append(1);
+    expect(sub.poll()).toBeUndefined(); // lagging: the event is in the store, not queued
+    expect(sub.mode).toBe("lagging");
+    expect(seqs(await take(sub, 1))).toEqual([9]);
+    told = 0;
+    sub.close();
+    expect(told).toBe(1);
+    expect(sub.poll()).toBeUndefined();
+  });
+
   it("lag() while a page is being read, and publishes meanwhile: nothing is lost or repeated", async () => {
     let release!: () => void;
     const held = new Promise<void>((r) => {
