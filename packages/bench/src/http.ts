@@ -44,6 +44,49 @@ export class SseParser {
   }
 }
 
+/**
+ * A lean SSE reader for many streams (or huge frames): from text chunks, only the `id:` and `event:` lines, in order,
+ * without keeping data lines (a frame can be 16 MiB) and without building a frame object per frame: what the fan-out
+ * subscribers can afford. The rest of a line longer than 200 characters that is not yet complete is skipped.
+ */
+export class SseLineScanner {
+  private carry = "";
+  /** Inside a long line (data) whose end has not arrived yet: skipped. */
+  private skipping = false;
+
+  constructor(private readonly onLine: (kind: "id" | "event", value: string) => void) {}
+
+  push(chunk: string): void {
+    let start = 0;
+    for (;;) {
+      const nl = chunk.indexOf("\n", start);
+      if (nl < 0) {
+        if (!this.skipping && start < chunk.length) {
+          this.carry += chunk.slice(start);
+          if (this.carry.length > 200) {
+            this.carry = "";
+            this.skipping = true;
+          }
+        }
+        return;
+      }
+      if (this.skipping) this.skipping = false;
+      else if (this.carry) {
+        this.line(this.carry + chunk.slice(start, nl));
+        this.carry = "";
+      } else if (chunk.startsWith("id: ", start) || chunk.startsWith("event: ", start)) {
+        this.line(chunk.slice(start, nl));
+      }
+      start = nl + 1;
+    }
+  }
+
+  private line(l: string): void {
+    if (l.startsWith("id: ")) this.onLine("id", l.slice(4));
+    else if (l.startsWith("event: ")) this.onLine("event", l.slice(7));
+  }
+}
+
 /** The event-log sequence number of an SSE id ("<seq>" or "<seq>:<frame>"). */
 export function seqOf(id: string | null): number {
   if (id === null) return Number.NaN;

@@ -1,6 +1,6 @@
 // The bench's pure helpers: statistics, ratios, table and target formatting, SSE parsing. No timing assertions.
 import { describe, expect, it } from "vitest";
-import { SseParser, seqOf } from "../src/http.js";
+import { SseLineScanner, SseParser, seqOf } from "../src/http.js";
 import {
   checkTarget,
   formatNumber,
@@ -117,5 +117,25 @@ describe("SSE parsing", () => {
     expect(seqOf("4:1")).toBe(4);
     expect(seqOf("17")).toBe(17);
     expect(seqOf(null)).toBeNaN();
+  });
+
+  it("the line scanner reports ids and event names in order, across chunks, skipping long data lines", () => {
+    const seen: string[] = [];
+    const scan = new SseLineScanner((kind, value) => seen.push(`${kind}=${value}`));
+    const big = "x".repeat(5000);
+    scan.push("retry: 3000\nid: 1\nevent: agent.session.idle\ndata: {}\n\nid");
+    scan.push(": 2:0\nev");
+    scan.push(`ent: a\ndata: "${big.slice(0, 2500)}`);
+    scan.push(`${big.slice(2500)}"\n\n: keepalive\nid: 3\ndata: {"id: 9":1}\n\n`);
+    scan.push("event: agent.session.turn.completed\nid: 4\n");
+    expect(seen).toEqual([
+      "id=1",
+      "event=agent.session.idle",
+      "id=2:0",
+      "event=a",
+      "id=3",
+      "event=agent.session.turn.completed",
+      "id=4",
+    ]);
   });
 });

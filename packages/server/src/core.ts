@@ -20,6 +20,7 @@ import { FileService } from "./domain/files/service.js";
 import { FileStorage } from "./domain/files/storage.js";
 import { GoalBook } from "./domain/goals/book.js";
 import { GoalService } from "./domain/goals/service.js";
+import { KeyWatch } from "./domain/key-watch.js";
 import { KeyService } from "./domain/keys.js";
 import { MessageService } from "./domain/messages.js";
 import { SessionService } from "./domain/sessions.js";
@@ -35,6 +36,7 @@ import { BackgroundWorkers } from "./domain/workers.js";
 import type { Engines } from "./engine/types.js";
 import { OutboundGuard } from "./net/outbound-guard.js";
 import type { Store } from "./store/types.js";
+import { StreamClients } from "./stream/clients.js";
 import { EventHub } from "./stream/hub.js";
 import { type Clock, systemClock } from "./util/clock.js";
 import { LazySecretKeyring, loadSecretKeyring } from "./util/secrets.js";
@@ -58,6 +60,10 @@ export interface Core {
   store: Store;
   engines: Engines;
   hub: EventHub;
+  /** The SSE streams open to clients, by the key that opened them. */
+  streams: StreamClients;
+  /** Ends the open streams of revoked keys. */
+  keyWatch: KeyWatch;
   agents: AgentService;
   sessions: SessionService;
   runner: TurnRunner;
@@ -129,6 +135,9 @@ export function createCore(config: Config, infra: Infrastructure): Core {
   const takeover = new Takeover({ cluster, runner, book, logger });
   const messages = new MessageService({ store, runner, control, goals });
   const keys = new KeyService(store, clock);
+  const streams = new StreamClients();
+  const keyWatch = new KeyWatch({ store, streams, clock, logger });
+  keys.onRevoke((id) => keyWatch.revoked(id));
   const { automations, webhooks, workers } = automationsAndWebhooks(config, {
     ...infra,
     clock,
@@ -167,6 +176,8 @@ export function createCore(config: Config, infra: Infrastructure): Core {
     store,
     engines,
     hub,
+    streams,
+    keyWatch,
     agents,
     sessions,
     runner,

@@ -118,6 +118,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     handle: (op) => core.control.handle(op),
     wake: (sessionId, seq) => (sessionId === "*" ? core.hub.wakeAll() : core.hub.notify(sessionId, seq)),
     fenced: () => engines.killAll(),
+    revoked: (keyId) => core.keyWatch.revoked(keyId),
   });
   core.hub.onWrite((sessionId, seq) => core.cluster.published(sessionId, seq));
   await recover(core);
@@ -166,6 +167,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         await core.checkpoints.close();
         await core.hub.drain();
         await observability.shutdown();
+        core.keyWatch.stop();
         core.hub.closeAll();
         // Every stream has ended; what is left are idle keep-alive connections (some opened after the close
         // began, answered 503): don't wait for their clients to hang up.

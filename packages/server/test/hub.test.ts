@@ -344,6 +344,121 @@ describe("EventHub", () => {
     expect(fastGot).toEqual(range(1, 10_001));
   });
 
+  it("a subscriber that lags holds no events however many are published; resumed, it gets each once, in order", async () => {
+    const reads: number[] = [];
+    const counting = wrap(store, {
+      readEvents: (sid, after, limit) => {
+        reads.push(limit);
+        return store.readEvents(sid, after, limit);
+      },
+    });
+    hub = new EventHub(counting, { now: () => clock });
+    const sub = hub.subscribe("s1", { pageSize: 100, lagPageSize: 8 });
+    await append(3);
+    expect(seqs(await take(sub, 2))).toEqual([1, 2]);
+    expect(sub.mode).toBe("live");
+    expect(sub.buffered).toBe(1); // event 3, queued live
+    expect(sub.shared).toBe(false); // 1 and 2 came from its own first read
+
+    // Its consumer cannot take more (e.g. a full socket): it drops what it held and keeps only its position.
+    sub.lag();
+    expect(sub.mode).toBe("lagging");
+    expect(sub.buffered).toBe(0);
+    expect(sub.lastSeq).toBe(2);
+    let held = 0;
+    for (let i = 0; i < 40; i++) {
+      await append(50);
+      held = Math.max(held, sub.buffered);
+    }
+    expect(held).toBe(0);
+    expect(sub.mode).toBe("lagging");
+
+    // It reads on from the store in pages that grow while it keeps up: 8, 16, 32, 64, then 100.
+    reads.length = 0;
+    const got = seqs(await take(sub, 300));
+    expect(got).toEqual(range(3, 302));
+    expect(reads.slice(0, 5)).toEqual([8, 16, 32, 64, 100]);
+    // Lagging again part-way through a page drops the rest of it; the next read starts small again.
+    expect(sub.buffered).toBeGreaterThan(0);
+    sub.lag();
+    expect(sub.buffered).toBe(0);
+    reads.length = 0;
+    expect(seqs(await take(sub, 1))).toEqual([303]);
+    expect(reads).toEqual([8]);
+    // To the end of the log, then back to the live tail: exactly once, in order.
+    expect(seqs(await take(sub, 2003 - 303))).toEqual(range(304, 2003));
+    const p = sub.next();
+    await waitFor(() => sub.mode === "live", "live mode");
+    void append(1);
+    expect((await p).value?.seq).toBe(2004);
+    expect(sub.shared).toBe(true); // published live: the hub's copy
+  });
+
+  it("poll/onReady: a consumer outside next() is told once per published batch and takes it synchronously", async () => {
+    const sub = hub.subscribe("s1");
+    let told = 0;
+    sub.onReady(() => told++);
+    await append(2);
+    expect(seqs(await take(sub, 2))).toEqual([1, 2]);
+    await waitFor(() => sub.mode === "live", "live mode");
+    expect(sub.poll()).toBeUndefined();
+    told = 0;
+    await append(5); // one batch
+    expect(told).toBe(1);
+    const got: number[] = [];
+    for (let e = sub.poll(); e; e = sub.poll()) got.push(e.seq);
+    expect(got).toEqual([3, 4, 5, 6, 7]);
+    expect(sub.lastSeq).toBe(7);
+    expect(sub.shared).toBe(true);
+    // Not while a next() is pending: that one gets the event.
+    const p = sub.next();
+    await append(1);
+    expect(told).toBe(1);
+    expect((await p).value?.seq).toBe(8);
+    // Leaving the live tail (lag, then something to read) and the end are said too.
+    sub.lag();
+    await append(1);
+    expect(sub.poll()).toBeUndefined(); // lagging: the event is in the store, not queued
+    expect(sub.mode).toBe("lagging");
+    expect(seqs(await take(sub, 1))).toEqual([9]);
+    told = 0;
+    sub.close();
+    expect(told).toBe(1);
+    expect(sub.poll()).toBeUndefined();
+  });
+
+  it("lag() while a page is being read, and publishes meanwhile: nothing is lost or repeated", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    let hold = true;
+    hub = new EventHub(
+      wrap(store, {
+        readEvents: async (sid, after, limit) => {
+          const page = await store.readEvents(sid, after, limit);
+          if (hold) await held;
+          return page;
+        },
+      }),
+      { now: () => clock },
+    );
+    await append(10);
+    const sub = hub.subscribe("s1", { pageSize: 4, lagPageSize: 2 });
+    const first = sub.next(); // reads a page of 4 (held)
+    await nextTurn();
+    sub.lag();
+    await append(5); // heard of while reading
+    hold = false;
+    release();
+    const got = [(await first).value!.seq, ...seqs(await take(sub, 14))];
+    expect(got).toEqual(range(1, 15));
+    const p = sub.next();
+    await waitFor(() => sub.mode === "live", "live mode");
+    void append(1);
+    expect((await p).value?.seq).toBe(16);
+  });
+
   it("keeps the buffer bounded while replaying a long log that grows", async () => {
     await append(5000);
     const sub = hub.subscribe("s1", { maxBuffered: 10, pageSize: 100 });

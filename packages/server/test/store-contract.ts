@@ -324,6 +324,19 @@ export function storeContract(
         await expect(store.insertKey(apiKey("k1"))).rejects.toThrow();
         expect(await store.getKey("k1")).toEqual(apiKey("k1", 1, { revoked_at: 5 }));
       });
+
+      it("inactiveKeys lists the given ids that are revoked or unknown, in the transaction too", async () => {
+        await store.insertKey(apiKey("k1"));
+        await store.insertKey(apiKey("k2"));
+        expect(await store.inactiveKeys([])).toEqual([]);
+        expect(await store.inactiveKeys(["k1", "k2"])).toEqual([]);
+        expect((await store.inactiveKeys(["k1", "gone", "k2"])).sort()).toEqual(["gone"]);
+        await store.revokeKey("k2", 9);
+        expect((await store.inactiveKeys(["k1", "k2", "gone"])).sort()).toEqual(["gone", "k2"]);
+        expect(await store.transaction((tx) => tx.inactiveKeys(["k1", "k2"]))).toEqual(["k2"]);
+        // An id with quotes or brackets is just an id.
+        expect(await store.inactiveKeys(["a'b\"c]"])).toEqual(["a'b\"c]"]);
+      });
     });
 
     describe("agents", () => {

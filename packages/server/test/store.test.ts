@@ -342,6 +342,28 @@ describe("SqliteStore file persistence", () => {
   });
 });
 
+describe("SqliteStore change counter", () => {
+  it("moves when another connection (another process) commits, not on this store's own writes", async () => {
+    const file = tmpFile();
+    const mine = SqliteStore.open(file);
+    const other = SqliteStore.open(file);
+    try {
+      const c0 = await mine.changeCounter();
+      expect(typeof c0).toBe("number");
+      await mine.insertKey(apiKey("own"));
+      expect(await mine.changeCounter()).toBe(c0);
+      await other.revokeKey("own", 5);
+      const c1 = await mine.changeCounter();
+      expect(c1).not.toBe(c0);
+      expect(await mine.changeCounter()).toBe(c1);
+    } finally {
+      await other.close();
+      await mine.close();
+    }
+    expect(await mine.changeCounter()).toBeNull();
+  });
+});
+
 describe("SqliteStore batches", () => {
   // The cached last seq / ordinal must not stay ahead of the data when a batch rolls back part-way.
   it("a batch that fails part-way writes nothing and burns no seq or ordinal", async () => {

@@ -271,6 +271,13 @@ describe("slow and departing clients", () => {
       expect.objectContaining({ type: "agent_message", text: parts.join("") }),
     ]);
 
+    // While it does not read, the server holds no events for it: only its position and the one chunk its socket
+    // has not taken (at most the 64 KiB coalescing size plus one frame), whatever the turn wrote after it.
+    const [held] = f.service.core.streams.list().filter((x) => x.sessionId === sid);
+    expect(held).toMatchObject({ mode: "lagging", bufferedEvents: 0 });
+    expect(held!.pendingBytes).toBeLessThanOrEqual(65_536 + 4096);
+    expect(held!.lastSeq).toBeLessThan(await f.service.core.store.lastEventSeq(sid)); // far behind, not done
+
     const body = await readAll(slow);
     expect(receivedAtCompletion).toBeLessThan(Buffer.byteLength(body) / 2);
     const frames = parseSse(body).frames;

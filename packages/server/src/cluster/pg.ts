@@ -9,12 +9,15 @@
  *   event-loop turn, sent outside the append transaction (a NOTIFY in it would serialise every commit).
  * - Control: an operation on a running turn goes to its owner as a `control_requests` row plus a NOTIFY on
  *   `cas_ctl`; the owner runs it and writes the result back.
+ * - Revoked keys: the store's revokeKey NOTIFYs `cas_keys` (from any process, the CLI included); every instance
+ *   ends the streams the key opened.
  * One dedicated connection LISTENs (never a pooled one); when it drops, it reconnects and every subscriber re-reads
- * (notifications sent meanwhile are lost).
+ * and the keys of open streams are read again (notifications sent meanwhile are lost).
  */
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import type { Logger } from "pino";
+import { KEYS_CHANNEL } from "../store/postgres/keys.js";
 import { SESSION_COLS } from "../store/postgres/sessions.js";
 import type { SessionRecord } from "../store/types.js";
 import type { Cluster, ClusterStats, ControlOp, ControlResult } from "./types.js";
@@ -226,6 +229,7 @@ export class PgCluster implements Cluster {
     await client.connect();
     await client.query("LISTEN cas_log");
     await client.query("LISTEN cas_ctl");
+    await client.query(`LISTEN ${KEYS_CHANNEL}`);
     this.listener = client;
   }
 
@@ -238,6 +242,7 @@ export class PgCluster implements Cluster {
         await this.listen();
         // Wake-ups sent while disconnected are lost: every subscriber reads again.
         this.handlers?.wake("*", Number.MAX_SAFE_INTEGER);
+        this.handlers?.revoked?.(null);
         return;
       } catch {
         await new Promise((r) => setTimeout(r, delay).unref());
@@ -250,6 +255,10 @@ export class PgCluster implements Cluster {
     if (channel === "cas_log") {
       const seq = Number(parts[1]);
       if (parts[0] && Number.isFinite(seq)) this.handlers?.wake(parts[0], seq);
+      return;
+    }
+    if (channel === KEYS_CHANNEL) {
+      if (payload) this.handlers?.revoked?.(payload);
       return;
     }
     if (channel !== "cas_ctl") return;

@@ -43,12 +43,14 @@ export interface Cluster {
   /**
    * Joins the cluster: `handle` answers the operations other instances send to this one; `wake` is told that a
    * session's log has grown to `seq` on another instance; `fenced` is called when this instance loses the database
-   * for too long (it must stop its engines: its turns are about to be taken over).
+   * for too long (it must stop its engines: its turns are about to be taken over); `revoked` is told that an API
+   * key was revoked (by any process on the database; null: some may have been while notifications were lost).
    */
   start(opts: {
     handle: (op: ControlOp) => Promise<ControlResult>;
     wake: (sessionId: string, seq: number) => void;
     fenced: () => void;
+    revoked?: (keyId: string | null) => void;
   }): Promise<void>;
   /** This process wrote a session's log up to `seq` (tell the others). */
   published(sessionId: string, seq: number): void;

@@ -32,10 +32,17 @@ export interface KeyInfo {
 const digest = (salt: string, secret: string) => createHash("sha256").update(salt).update(secret).digest();
 
 export class KeyService {
+  private readonly revokeListeners: Array<(id: string) => void> = [];
+
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
   ) {}
+
+  /** Called with the id of every key this process revokes (once it is stored). */
+  onRevoke(listener: (id: string) => void): void {
+    this.revokeListeners.push(listener);
+  }
 
   async create(project: string, admin = false): Promise<CreatedKey> {
     if (!PROJECT.test(project)) {
@@ -72,6 +79,7 @@ export class KeyService {
     if (!(await this.store.revokeKey(id, Math.floor(this.clock.now())))) {
       throw notFound(`Key ${id} not found (or already revoked)`, "id");
     }
+    for (const l of this.revokeListeners) l(id);
   }
 
   /** Whether any key is active (then every request needs one). */

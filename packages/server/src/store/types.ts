@@ -127,9 +127,12 @@ export interface Queries {
   insertKey(k: KeyRecord): Promise<void>;
   getKey(id: string): Promise<KeyRecord | undefined>;
   listKeys(): Promise<KeyRecord[]>;
+  /** Revokes an active key (false: no such active key). On PostgreSQL it also tells every instance (NOTIFY). */
   revokeKey(id: string, at: number): Promise<boolean>;
   /** Whether any key is not revoked. */
   hasActiveKeys(): Promise<boolean>;
+  /** Of these key ids, those that are not active keys (revoked, or gone). */
+  inactiveKeys(ids: readonly string[]): Promise<string[]>;
 
   // agents
   insertAgent(a: AgentRecord): Promise<void>;
@@ -346,5 +349,11 @@ export interface Store extends Queries {
   readonly kind: string;
   /** Runs fn in one transaction: all its writes or none. */
   transaction<T>(fn: (tx: Queries) => Promise<T>): Promise<T>;
+  /**
+   * A number that changes whenever another process has committed to the store since the last call, so that state
+   * written from outside (e.g. `keys revoke` from the CLI) can be noticed cheaply; null when the store cannot tell
+   * (PostgreSQL: writers tell the instances with NOTIFY instead).
+   */
+  changeCounter(): Promise<number | null>;
   close(): Promise<void>;
 }

@@ -9,6 +9,7 @@ import type {
   AgentOutputItemStatus,
   AgentSession,
   AgentSessionAssistantMessage,
+  AgentSessionErrorEvent,
   AgentSessionEvent,
   AgentSessionItem,
   AgentSessionMessageContent,
@@ -39,6 +40,7 @@ import type {
   TurnStatus,
   Usage,
 } from "../store/types.js";
+import type { EndReason } from "../stream/clients.js";
 import { environmentRoot } from "../workspace/environment-paths.js";
 import { checkpointEventObject } from "./checkpoint.js";
 import { environmentEventObject, hostedEnvironmentObject } from "./environments.js";
@@ -467,6 +469,34 @@ export function page<T extends { id: string | null }>(p: Page<T>) {
     has_more: p.has_more,
   };
 }
+
+/**
+ * The last event of a stream the server ends (its API key was revoked): an `error` event, then the connection
+ * closes (no `[DONE]`). Its `event_id` stands for the last event delivered ("…_state"): resuming from it continues
+ * right after that event. The npm SDK yields it as an ordinary event (`type: "error"`) and then ends; the Python
+ * SDK raises it as an `APIError`.
+ */
+export function streamEndedEvent(
+  sessionId: string,
+  reason: EndReason,
+  lastSeq: number,
+): AgentSessionErrorEvent {
+  return {
+    type: "error",
+    event_id: `evt_${sessionId.slice(5)}_${lastSeq}_state`,
+    session_id: sessionId,
+    error: {
+      type: "authentication_error",
+      code: "invalid_api_key",
+      message: `${STREAM_ENDED[reason]}; this stream has been closed`,
+      param: null,
+    },
+  };
+}
+
+const STREAM_ENDED: Record<EndReason, string> = {
+  revoked: "The API key this stream was opened with was revoked",
+};
 
 /**
  * Renders one log event as official stream events (some log events give two, e.g. turn created + in progress).

@@ -13,6 +13,7 @@ import type {
   SessionRecord,
   Usage,
 } from "../store/types.js";
+import type { EndReason } from "../stream/clients.js";
 import { checkpointEventObject } from "./checkpoint.js";
 import { toExecItem } from "./exec-items.js";
 import { goalObject } from "./goal.js";
@@ -228,3 +229,12 @@ export function actionObject(a: RequiredAction) {
 export function errorBody(message: string, type: string) {
   return { error: message, type };
 }
+
+/** The data of the last frame (`event: error`) of a stream the server ends (its API key was revoked). */
+export function streamEndedError(reason: EndReason) {
+  return errorBody(STREAM_ENDED[reason], "AuthError");
+}
+
+const STREAM_ENDED: Record<EndReason, string> = {
+  revoked: "The API key this stream was opened with was revoked; this stream has been closed",
+};

@@ -143,6 +143,11 @@ export function sessionRoutes(app: App, core: Core): void {
       // The idle-state frame (event `from.seq`) is never shared; every other frame depends on the agent id only.
       renderKey: `openai:${openai.agentIdOf(s)}`,
       done: true,
+      clients: core.streams,
+      endFrame: (reason, lastSeq) => {
+        const data = openai.streamEndedEvent(s.id, reason, lastSeq);
+        return { event: data.type, data };
+      },
       ...(opts.until ? { until: opts.until } : {}),
     });
   };

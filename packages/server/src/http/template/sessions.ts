@@ -143,6 +143,8 @@ export function sessionRoutes(app: App, core: Core): void {
       render: renderTemplate,
       renderKey: "template",
       until: (e) => isTurnEnd(e, turnId),
+      clients: core.streams,
+      endFrame: (reason) => ({ event: "error", data: template.streamEndedError(reason) }),
     });
 
   const finished = async (sessionId: string, turnId: string) => {

@@ -83,6 +83,9 @@ function compose(pool: pg.Pool, migrated: Migrated, url: string): PostgresStore 
   return {
     ...queries(new PgDb(pool)),
     kind: "postgres",
+    async changeCounter() {
+      return null;
+    },
     pool,
     migrated,
     url,

@@ -35,6 +35,7 @@ const READS: ReadonlySet<QueryName> = new Set<QueryName>([
   "getKey",
   "listKeys",
   "hasActiveKeys",
+  "inactiveKeys",
   "getAgent",
   "listAgents",
   "getSession",
@@ -133,6 +134,10 @@ function compose(raw: Database.Database, file: string): SqliteStore {
     ...outer,
     kind: "sqlite",
     file,
+    // Changes when another connection (another process: the CLI) has committed; this process has one connection.
+    async changeCounter() {
+      return raw.open ? (raw.pragma("data_version", { simple: true }) as number) : null;
+    },
     transaction<T>(fn: (tx: Queries) => Promise<T>): Promise<T> {
       return lock.run(async () => {
         raw.exec("BEGIN IMMEDIATE");

@@ -14,7 +14,10 @@ interface KeyRow {
 const COLS = "id, project_id, hash, salt, admin, created_at, revoked_at";
 const fromRow = (r: KeyRow): KeyRecord => ({ ...r, admin: r.admin === 1 });
 
-export type KeyQueries = Pick<Queries, "insertKey" | "getKey" | "listKeys" | "revokeKey" | "hasActiveKeys">;
+export type KeyQueries = Pick<
+  Queries,
+  "insertKey" | "getKey" | "listKeys" | "revokeKey" | "hasActiveKeys" | "inactiveKeys"
+>;
 
 export function keyQueries(db: SqliteDb): KeyQueries {
   return {
@@ -39,6 +42,16 @@ export function keyQueries(db: SqliteDb): KeyQueries {
     },
     async hasActiveKeys() {
       return db.value<number>("SELECT EXISTS (SELECT 1 FROM api_keys WHERE revoked_at IS NULL)") === 1;
+    },
+    async inactiveKeys(ids) {
+      if (ids.length === 0) return [];
+      return db
+        .rows(
+          "SELECT j.value FROM json_each(?) AS j WHERE NOT EXISTS " +
+            "(SELECT 1 FROM api_keys k WHERE k.id = j.value AND k.revoked_at IS NULL)",
+          JSON.stringify(ids),
+        )
+        .map((r) => String(r[0]));
     },
     async revokeKey(id, at) {
       return (
