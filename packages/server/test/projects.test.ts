@@ -287,3 +287,36 @@ describe("rate limit per key", () => {
     expect((await s.request("GET", "/health")).status).toBe(200);
   });
 });
+
+describe("API keys on a loopback server without a token", () => {
+  let s: ServerFixture;
+  let dir: string;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "cas-keys-open-"));
+    s = await startServer({ dataDir: dir });
+  });
+  afterAll(async () => {
+    await s?.close();
+    cleanup(dir);
+  });
+
+  it("is open until a key is made, and stays closed once its last key is revoked", async () => {
+    expect((await s.request("GET", "/v1/agents")).status).toBe(200);
+    const [k] = await keys(dir, "create", "--project", "solo");
+    expect((await s.request("GET", "/v1/agents")).status).toBe(401);
+    await keys(dir, "revoke", String(k!.id));
+    // No active key is left: the revoked key, and no key at all, are still refused (never the default project).
+    expect((await s.request("GET", "/v1/agents")).status).toBe(401);
+    const revoked = await s.request("GET", "/v1/agents", undefined, {
+      authorization: `Bearer ${String(k!.key)}`,
+    });
+    expect(revoked.status).toBe(401);
+    expect((await s.request("GET", "/health")).status).toBe(200);
+    // A new key works again.
+    const [k2] = await keys(dir, "create", "--project", "solo");
+    const ok = await s.request("GET", "/v1/agents", undefined, {
+      authorization: `Bearer ${String(k2!.key)}`,
+    });
+    expect(ok.status).toBe(200);
+  });
+});

@@ -295,8 +295,8 @@ export function storeContract(
       (await items(sid)).find((i) => i.ordinal === ordinal) as ItemRecord;
 
     describe("api keys", () => {
-      it("inserts, gets, lists, revokes; hasActiveKeys follows revocation", async () => {
-        expect(await store.hasActiveKeys()).toBe(false);
+      it("inserts, gets, lists, revokes; hasKeys stays true once a key was made, revoked or not", async () => {
+        expect(await store.hasKeys()).toBe(false);
         expect(await store.listKeys()).toEqual([]);
         const k1 = apiKey("k1", 10, { admin: true });
         const k2 = apiKey("k2", 20, { project_id: P2 });
@@ -306,21 +306,22 @@ export function storeContract(
         expect(await store.getKey("k2")).toEqual(k2);
         expect(await store.getKey("nope")).toBeUndefined();
         expect(await store.listKeys()).toEqual([k1, k2]);
-        expect(await store.hasActiveKeys()).toBe(true);
+        expect(await store.hasKeys()).toBe(true);
 
         expect(await store.revokeKey("k1", 50)).toBe(true);
         expect(await store.revokeKey("k1", 60)).toBe(false); // already revoked: keeps the first time
         expect(await store.revokeKey("nope", 60)).toBe(false);
         expect(await store.getKey("k1")).toEqual({ ...k1, revoked_at: 50 });
-        expect(await store.hasActiveKeys()).toBe(true);
+        expect(await store.hasKeys()).toBe(true);
         expect(await store.revokeKey("k2", 70)).toBe(true);
-        expect(await store.hasActiveKeys()).toBe(false);
+        expect(await store.hasKeys()).toBe(true); // revoking the last key does not open the server
         expect((await store.listKeys()).map((k) => k.revoked_at)).toEqual([50, 70]);
       });
 
-      it("a key inserted revoked is not active; a duplicate id is rejected", async () => {
+      it("a key inserted revoked is not active but counts as keys in use; a duplicate id is rejected", async () => {
         await store.insertKey(apiKey("k1", 1, { revoked_at: 5 }));
-        expect(await store.hasActiveKeys()).toBe(false);
+        expect(await store.hasKeys()).toBe(true);
+        expect(await store.inactiveKeys(["k1"])).toEqual(["k1"]);
         await expect(store.insertKey(apiKey("k1"))).rejects.toThrow();
         expect(await store.getKey("k1")).toEqual(apiKey("k1", 1, { revoked_at: 5 }));
       });
@@ -1325,7 +1326,7 @@ export function storeContract(
         ).rejects.toThrow("no");
         expect(await store.getSession("s1")).toEqual(session("s1"));
         expect(await store.getGoal("s1")).toBeUndefined();
-        expect(await store.hasActiveKeys()).toBe(false);
+        expect(await store.hasKeys()).toBe(false);
         expect(await store.getIdempotency("s1", "k")).toBeUndefined();
         expect(await store.claimSession("s1", "t2", {})).toMatchObject({ active_turn_id: "t2" });
       });

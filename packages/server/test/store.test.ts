@@ -284,9 +284,9 @@ describe("SqliteStore file persistence", () => {
     expect(await store.lastEventSeq("s1")).toBe(2);
     const [e, i] = await store.appendEvents("s1", [newEvent(), startItem("t2", threadItem("i1"))]);
     expect([e!.event.seq, i!.ordinal]).toEqual([3, 1]);
-    expect(await store.hasActiveKeys()).toBe(false);
+    expect(await store.hasKeys()).toBe(false);
     await store.insertKey(apiKey("k1"));
-    expect(await store.hasActiveKeys()).toBe(true);
+    expect(await store.hasKeys()).toBe(true);
     await store.close();
 
     const db = new Database(file, { readonly: true });

@@ -82,9 +82,9 @@ export class KeyService {
     for (const l of this.revokeListeners) l(id);
   }
 
-  /** Whether any key is active (then every request needs one). */
+  /** Whether keys are in use: once one was made, every request needs an active one, even after all are revoked. */
   enabled(): Promise<boolean> {
-    return this.store.hasActiveKeys();
+    return this.store.hasKeys();
   }
 
   /** The scope of a presented key, or null when it is not an active key. */

@@ -129,8 +129,11 @@ export interface Queries {
   listKeys(): Promise<KeyRecord[]>;
   /** Revokes an active key (false: no such active key). On PostgreSQL it also tells every instance (NOTIFY). */
   revokeKey(id: string, at: number): Promise<boolean>;
-  /** Whether any key is not revoked. */
-  hasActiveKeys(): Promise<boolean>;
+  /**
+   * Whether any key was ever made, revoked ones included: from then on every request needs a key (revoking the last
+   * one must not open the server again).
+   */
+  hasKeys(): Promise<boolean>;
   /** Of these key ids, those that are not active keys (revoked, or gone). */
   inactiveKeys(ids: readonly string[]): Promise<string[]>;
 

@@ -5,7 +5,7 @@ const COLS = "id, project_id, hash, salt, admin, created_at, revoked_at";
 
 export type KeyQueries = Pick<
   Queries,
-  "insertKey" | "getKey" | "listKeys" | "revokeKey" | "hasActiveKeys" | "inactiveKeys"
+  "insertKey" | "getKey" | "listKeys" | "revokeKey" | "hasKeys" | "inactiveKeys"
 >;
 
 /** NOTIFY channel of revoked keys (payload: the key id): every instance ends the streams the key opened. */
@@ -31,9 +31,9 @@ export function keyQueries(db: PgDb): KeyQueries {
     async listKeys() {
       return db.rows<KeyRecord>(`SELECT ${COLS} FROM api_keys ORDER BY created_at ASC, id ASC`);
     },
-    async hasActiveKeys() {
+    async hasKeys() {
       return (
-        (await db.value<boolean>("SELECT EXISTS (SELECT 1 FROM api_keys WHERE revoked_at IS NULL)")) === true
+        (await db.value<boolean>("SELECT EXISTS (SELECT 1 FROM api_keys)")) === true
       );
     },
     async inactiveKeys(ids) {

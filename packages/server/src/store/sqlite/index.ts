@@ -34,7 +34,7 @@ type QueryName = keyof Queries;
 const READS: ReadonlySet<QueryName> = new Set<QueryName>([
   "getKey",
   "listKeys",
-  "hasActiveKeys",
+  "hasKeys",
   "inactiveKeys",
   "getAgent",
   "listAgents",

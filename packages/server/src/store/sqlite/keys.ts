@@ -16,7 +16,7 @@ const fromRow = (r: KeyRow): KeyRecord => ({ ...r, admin: r.admin === 1 });
 
 export type KeyQueries = Pick<
   Queries,
-  "insertKey" | "getKey" | "listKeys" | "revokeKey" | "hasActiveKeys" | "inactiveKeys"
+  "insertKey" | "getKey" | "listKeys" | "revokeKey" | "hasKeys" | "inactiveKeys"
 >;
 
 export function keyQueries(db: SqliteDb): KeyQueries {
@@ -40,8 +40,8 @@ export function keyQueries(db: SqliteDb): KeyQueries {
     async listKeys() {
       return db.all<KeyRow>(`SELECT ${COLS} FROM api_keys ORDER BY created_at ASC, id ASC`).map(fromRow);
     },
-    async hasActiveKeys() {
-      return db.value<number>("SELECT EXISTS (SELECT 1 FROM api_keys WHERE revoked_at IS NULL)") === 1;
+    async hasKeys() {
+      return db.value<number>("SELECT EXISTS (SELECT 1 FROM api_keys)") === 1;
     },
     async inactiveKeys(ids) {
       if (ids.length === 0) return [];
