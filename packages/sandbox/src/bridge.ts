@@ -102,6 +102,16 @@ class Link {
     for (const line of queued) child.send(line);
   }
 
+  /** The container is about to stop: the exec-server is let go now, the next message queues and re-attaches. */
+  suspend(): void {
+    this.suspended = true;
+    const child = this.child;
+    this.child = null;
+    this.running.clear();
+    this.pendingStarts.clear();
+    child?.end();
+  }
+
   private childExited(child: ExecServerProcess): void {
     if (this.child !== child) return;
     this.child = null;
@@ -250,7 +260,7 @@ export class ExecutorBridge {
 
   /** Before stopping the container: keep the connections, re-attach them on their next message. */
   suspend(): void {
-    for (const l of this.links) l.suspended = true;
+    for (const l of this.links) l.suspend();
   }
 
   /** Before replacing the container: connections are closed so that the engine reconnects. */

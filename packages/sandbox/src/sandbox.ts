@@ -308,8 +308,8 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
   private async acquire(): Promise<ExecServerProcess> {
     if (this.state === "destroyed") throw new SandboxError("closed", "sandbox destroyed");
     if (this.record.id === null) throw new SandboxError("conflict", "warm sandbox not claimed");
+    await this.lock; // a stop, replace or resume in progress ends first
     if (this.state !== "running") await this.resume();
-    await this.lock;
     const spare = this.spare;
     this.spare = null;
     if (spare && !spare.exited) {
@@ -327,8 +327,11 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
       if (this.state !== "running") return;
       this.bridge?.suspend();
       this.killSpare();
-      this.state = "stopped";
-      await this.ctx.podman.run(["stop", "-t", String(this.ctx.stopTimeoutSec), this.record.containerName]);
+      try {
+        await this.ctx.podman.run(["stop", "-t", String(this.ctx.stopTimeoutSec), this.record.containerName]);
+      } finally {
+        this.state = "stopped";
+      }
     });
   }
 
