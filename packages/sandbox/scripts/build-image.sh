@@ -28,6 +28,10 @@ fail() { log "error: $*"; exit 1; }
 command -v podman >/dev/null || fail "podman is not installed (apt-get install -y podman runc)"
 command -v debootstrap >/dev/null || fail "debootstrap is not installed (apt-get install -y debootstrap)"
 
+# One build at a time (test workers and CI may start it together); a second one then finds the image up to date.
+exec 9>/var/lock/codex-agent-sandbox-build.lock
+flock 9
+
 packages="$(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$list" | grep -v '^$' | LC_ALL=C sort -u | paste -sd, -)"
 [ -n "$packages" ] || fail "no packages in $list"
 stamp="$( { cat "$0"; printf '%s\n' "$packages" "$suite" "$arch"; } | sha256sum | cut -c1-32)"
@@ -40,6 +44,7 @@ if [ "${SANDBOX_IMAGE_FORCE:-0}" != 1 ] && podman image exists "$image"; then
     exit 0
   fi
   log "$image exists with stamp '${have:-none}', want $stamp: rebuilding"
+  previous="$(podman image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)"
 fi
 
 # The mirror: the first Debian archive (not -security, not -updates) configured for apt on this machine.
@@ -100,5 +105,7 @@ tar --numeric-owner -C "$root" -cf - . | podman import \
   --change "WORKDIR /workspace" \
   --change 'CMD ["sleep", "infinity"]' \
   --message "codex-agent-sandbox $stamp" - "$image" >/dev/null
+# The image this one replaces, unless a container still uses it.
+if [ -n "${previous:-}" ] && podman rmi "$previous" >/dev/null 2>&1; then log "removed the previous image ${previous:0:12}"; fi
 log "built $image (stamp $stamp) in $(($(date +%s) - start)) s"
 echo "$image"

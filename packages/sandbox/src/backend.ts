@@ -7,8 +7,8 @@ import { join, resolve } from "node:path";
 import { hostnameFor, LABEL_KEY, LABEL_ROOT } from "./container.js";
 import { destroyWorkspace, isMounted } from "./disk.js";
 import { SandboxError } from "./errors.js";
-import { validateEnv } from "./exec-server.js";
 import { which } from "./exec.js";
+import { validateEnv } from "./exec-server.js";
 import {
   cgroupVersion,
   codexVendorDir,
@@ -85,7 +85,9 @@ export class ContainerBackend implements SandboxBackend {
   private constructor(
     private readonly ctx: SandboxContext,
     private readonly caps: Capabilities,
-    private readonly opts: Required<Pick<ContainerBackendOptions, "image" | "namePrefix" | "idleStopMs" | "watchIntervalMs">> &
+    private readonly opts: Required<
+      Pick<ContainerBackendOptions, "image" | "namePrefix" | "idleStopMs" | "watchIntervalMs">
+    > &
       ContainerBackendOptions,
     readonly rootDir: string,
     private readonly diskLoop: boolean,
@@ -96,7 +98,11 @@ export class ContainerBackend implements SandboxBackend {
   /** Detects the host, prepares the root directory, removes what a previous run left unclaimed, starts the pool. */
   static async open(options: ContainerBackendOptions): Promise<ContainerBackend> {
     const podmanPath = options.podmanPath ?? (await which("podman"));
-    if (!podmanPath) throw new SandboxError("unavailable", "podman is not installed (Debian: apt-get install -y podman runc)");
+    if (!podmanPath)
+      throw new SandboxError(
+        "unavailable",
+        "podman is not installed (Debian: apt-get install -y podman runc)",
+      );
     const version = cgroupVersion();
     const runc = await which("runc");
     const podmanArgs = podmanArgsFor(version, runc);
@@ -111,9 +117,7 @@ export class ContainerBackend implements SandboxBackend {
     await mkdir(options.rootDir, { recursive: true, mode: 0o700 });
     const rootDir = await realpath(resolve(options.rootDir));
     const controllers = new Set(
-      version === "v2"
-        ? []
-        : ["memory", "pids", "cpu"].filter((c) => existsSync(`/sys/fs/cgroup/${c}`)),
+      version === "v2" ? [] : ["memory", "pids", "cpu"].filter((c) => existsSync(`/sys/fs/cgroup/${c}`)),
     );
     const has = (c: string) => version === "v2" || controllers.has(c);
     const caps: Capabilities = {
@@ -138,9 +142,18 @@ export class ContainerBackend implements SandboxBackend {
           : { enforced: false, detail: "no pids cgroup controller" },
         disk: loop
           ? { enforced: true, detail: "a sparse ext4 image per workspace, loop-mounted nodev,nosuid" }
-          : { enforced: false, detail: "loop mounts need root and /dev/loop-control: the workspace is a plain directory" },
-        tmp: { enforced: true, detail: "sized tmpfs for /tmp and the home directory; the root file system is read-only" },
-        network: { enforced: true, detail: "--network none (only lo); proxy mode adds only a unix socket bridge" },
+          : {
+              enforced: false,
+              detail: "loop mounts need root and /dev/loop-control: the workspace is a plain directory",
+            },
+        tmp: {
+          enforced: true,
+          detail: "sized tmpfs for /tmp and the home directory; the root file system is read-only",
+        },
+        network: {
+          enforced: true,
+          detail: "--network none (only lo); proxy mode adds only a unix socket bridge",
+        },
       },
       user: `${uid}:${gid}`,
       ulimits,
@@ -150,7 +163,9 @@ export class ContainerBackend implements SandboxBackend {
       podman: new Podman(podmanPath, podmanArgs),
       cgroupVersion: version,
       stopTimeoutSec: options.stopTimeoutSec ?? 2,
-      systemCaBundle: existsSync("/etc/ssl/certs/ca-certificates.crt") ? "/etc/ssl/certs/ca-certificates.crt" : null,
+      systemCaBundle: existsSync("/etc/ssl/certs/ca-certificates.crt")
+        ? "/etc/ssl/certs/ca-certificates.crt"
+        : null,
       uid,
       gid,
       home: options.home ?? "/home/agent",
@@ -160,14 +175,24 @@ export class ContainerBackend implements SandboxBackend {
       rootless,
     };
     if ((await imageStamp(podmanPath, podmanArgs, image)) === null) {
-      throw new SandboxError("unavailable", `image ${image} is missing: build it with packages/sandbox/scripts/build-image.sh`);
+      throw new SandboxError(
+        "unavailable",
+        `image ${image} is missing: build it with packages/sandbox/scripts/build-image.sh`,
+      );
     }
     const prefix = options.namePrefix ?? "codex-sbx-";
-    if (!/^[a-z0-9][a-z0-9-]{0,30}$/.test(prefix)) throw new SandboxError("invalid_spec", "namePrefix must be [a-z0-9-]");
+    if (!/^[a-z0-9][a-z0-9-]{0,30}$/.test(prefix))
+      throw new SandboxError("invalid_spec", "namePrefix must be [a-z0-9-]");
     const backend = new ContainerBackend(
       ctx,
       caps,
-      { ...options, image, namePrefix: prefix, idleStopMs: options.idleStopMs ?? 0, watchIntervalMs: options.watchIntervalMs ?? 1000 },
+      {
+        ...options,
+        image,
+        namePrefix: prefix,
+        idleStopMs: options.idleStopMs ?? 0,
+        watchIntervalMs: options.watchIntervalMs ?? 1000,
+      },
       rootDir,
       loop,
     );
@@ -210,8 +235,17 @@ export class ContainerBackend implements SandboxBackend {
         continue;
       }
       if (record) await this.ctx.podman.tryRun(["rm", "-f", "-t", "0", record.containerName]);
-      const disk = record?.disk ?? { kind: "loop" as const, imagePath: join(dir, "disk.img"), mountPath: join(dir, "workspace") };
-      if (disk.kind === "loop" && !(await isMounted(disk.mountPath)) && !existsSync(disk.imagePath) && !record) {
+      const disk = record?.disk ?? {
+        kind: "loop" as const,
+        imagePath: join(dir, "disk.img"),
+        mountPath: join(dir, "workspace"),
+      };
+      if (
+        disk.kind === "loop" &&
+        !(await isMounted(disk.mountPath)) &&
+        !existsSync(disk.imagePath) &&
+        !record
+      ) {
         await rm(dir, { recursive: true, force: true });
         continue;
       }
@@ -241,7 +275,8 @@ export class ContainerBackend implements SandboxBackend {
     const env = spec.env ?? {};
     validateEnv(env);
     const n = spec.network;
-    if (!n || (n.mode !== "none" && n.mode !== "proxy")) throw new SandboxError("invalid_spec", "network.mode must be none or proxy");
+    if (!n || (n.mode !== "none" && n.mode !== "proxy"))
+      throw new SandboxError("invalid_spec", "network.mode must be none or proxy");
     if (n.mode === "proxy") {
       if (n.socketDir !== undefined && (typeof n.socketDir !== "string" || !n.socketDir.startsWith("/"))) {
         throw new SandboxError("invalid_spec", "network.socketDir must be an absolute path");
@@ -251,11 +286,20 @@ export class ContainerBackend implements SandboxBackend {
       }
     }
     const network: SandboxSpec["network"] =
-      n.mode === "none" ? { mode: "none" } : { mode: "proxy", socketDir: n.socketDir, caCertPath: n.caCertPath };
+      n.mode === "none"
+        ? { mode: "none" }
+        : { mode: "proxy", socketDir: n.socketDir, caCertPath: n.caCertPath };
     return { id: spec.id, image: spec.image ?? this.opts.image, limits, network, env: { ...env } };
   }
 
-  private newRecord(id: string | null, image: string, limits: SandboxLimits, network: SandboxSpec["network"], env: Record<string, string>, fromPool: boolean): { dir: string; record: SandboxRecord } {
+  private newRecord(
+    id: string | null,
+    image: string,
+    limits: SandboxLimits,
+    network: SandboxSpec["network"],
+    env: Record<string, string>,
+    fromPool: boolean,
+  ): { dir: string; record: SandboxRecord } {
     const key = randomBytes(6).toString("hex");
     const dir = join(this.sandboxesDir, key);
     const mountPath = join(dir, "workspace");
@@ -271,7 +315,9 @@ export class ContainerBackend implements SandboxBackend {
         limits,
         network,
         env,
-        disk: this.diskLoop ? { kind: "loop", imagePath: join(dir, "disk.img"), mountPath } : { kind: "dir", mountPath },
+        disk: this.diskLoop
+          ? { kind: "loop", imagePath: join(dir, "disk.img"), mountPath }
+          : { kind: "dir", mountPath },
         fromPool,
         createdAt: new Date().toISOString(),
       },
@@ -370,7 +416,8 @@ export class ContainerBackend implements SandboxBackend {
       while (pool.ready.length > pool.spec.count) void pool.ready.pop()?.destroy();
       if (!spec && pool.creating === 0 && pool.ready.length === 0) this.pools.delete(key);
     }
-    for (const [key, spec] of wanted) if (!this.pools.has(key)) this.pools.set(key, { spec, ready: [], creating: 0 });
+    for (const [key, spec] of wanted)
+      if (!this.pools.has(key)) this.pools.set(key, { spec, ready: [], creating: 0 });
     this.fillBackoffUntil = 0;
     this.fill();
   }
@@ -384,7 +431,14 @@ export class ContainerBackend implements SandboxBackend {
         if (!pool) break;
         pool.creating++;
         const { image, limits, network } = pool.spec;
-        const { dir, record } = this.newRecord(null, image, limits, network === "proxy" ? { mode: "proxy" } : { mode: "none" }, {}, true);
+        const { dir, record } = this.newRecord(
+          null,
+          image,
+          limits,
+          network === "proxy" ? { mode: "proxy" } : { mode: "none" },
+          {},
+          true,
+        );
         const sb = this.sandbox(dir, record);
         try {
           await sb.provision();
@@ -410,7 +464,11 @@ export class ContainerBackend implements SandboxBackend {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       if ([...this.pools.values()].every((p) => p.ready.length >= p.spec.count) || this.closed) return;
-      if (Date.now() > deadline) throw new SandboxError("unavailable", `warm pool not full after ${timeoutMs} ms: ${this.lastPoolError ?? "still creating"}`);
+      if (Date.now() > deadline)
+        throw new SandboxError(
+          "unavailable",
+          `warm pool not full after ${timeoutMs} ms: ${this.lastPoolError ?? "still creating"}`,
+        );
       await (this.filling ?? new Promise((r) => setTimeout(r, 100)));
       if (!this.filling) this.fill();
     }
@@ -424,9 +482,21 @@ export class ContainerBackend implements SandboxBackend {
     for (const p of this.pools.values()) {
       warm += p.ready.length;
       creating += p.creating;
-      pools.push({ image: p.spec.image, limits: { ...p.spec.limits }, network: p.spec.network, target: p.spec.count, warm: p.ready.length });
+      pools.push({
+        image: p.spec.image,
+        limits: { ...p.spec.limits },
+        network: p.spec.network,
+        target: p.spec.count,
+        warm: p.ready.length,
+      });
       for (const s of p.ready) {
-        sandboxes.push({ id: null, status: "warm", fromPool: true, memoryCurrentBytes: s.lastCounters?.memoryCurrent ?? null, connections: 0 });
+        sandboxes.push({
+          id: null,
+          status: "warm",
+          fromPool: true,
+          memoryCurrentBytes: s.lastCounters?.memoryCurrent ?? null,
+          connections: 0,
+        });
       }
     }
     let inUse = 0;

@@ -94,7 +94,9 @@ class Link {
     if (replay && this.initParams) {
       const id = `${REINIT_ID}-${++this.reinits}`;
       this.swallow.add(id);
-      child.send(JSON.stringify({ id, method: "initialize", params: { ...this.initParams, resumeSessionId: null } }));
+      child.send(
+        JSON.stringify({ id, method: "initialize", params: { ...this.initParams, resumeSessionId: null } }),
+      );
       if (this.initializedSeen) child.send(JSON.stringify({ method: "initialized", params: {} }));
     }
     const queued = this.queue;
@@ -126,7 +128,9 @@ class Link {
       return;
     }
     this.host.activity();
-    let text = Buffer.isBuffer(data) ? data.toString("utf8") : Buffer.concat(data as Buffer[]).toString("utf8");
+    let text = Buffer.isBuffer(data)
+      ? data.toString("utf8")
+      : Buffer.concat(data as Buffer[]).toString("utf8");
     if (text.includes("\n") || text.includes("\r")) {
       // One message per line on the exec-server's stdin: a pretty-printed message is re-serialized.
       const msg = parse(text);
@@ -136,7 +140,8 @@ class Link {
       }
       text = JSON.stringify(msg);
     }
-    if (this.initParams === null || !this.initializedSeen || text.includes('"process/start"')) this.track(text);
+    if (this.initParams === null || !this.initializedSeen || text.includes('"process/start"'))
+      this.track(text);
     if (this.child && !this.child.exited) {
       this.child.send(text);
     } else {
@@ -148,7 +153,8 @@ class Link {
   private track(text: string): void {
     const msg = parse(text);
     if (!msg) return;
-    if (msg.method === "initialize" && msg.params && this.initParams === null) this.initParams = { ...msg.params };
+    if (msg.method === "initialize" && msg.params && this.initParams === null)
+      this.initParams = { ...msg.params };
     else if (msg.method === "initialized") this.initializedSeen = true;
     else if (msg.method === "process/start" && msg.id != null && typeof msg.params?.processId === "string") {
       this.pendingStarts.set(String(msg.id), msg.params.processId);
@@ -217,7 +223,11 @@ export class ExecutorBridge {
     const server = createServer((_req, res) => {
       res.writeHead(426, { "content-type": "text/plain" }).end("WebSocket upgrade required\n");
     });
-    const wss = new WebSocketServer({ noServer: true, maxPayload: 128 * 1024 * 1024, perMessageDeflate: false });
+    const wss = new WebSocketServer({
+      noServer: true,
+      maxPayload: 128 * 1024 * 1024,
+      perMessageDeflate: false,
+    });
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen(0, "127.0.0.1", () => resolve());
@@ -236,9 +246,13 @@ export class ExecutorBridge {
       socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
     };
     const auth = Buffer.from(req.headers.authorization ?? "");
-    if (this.closed) return reject("503 Service Unavailable");
-    if (auth.length !== this.token.length || !timingSafeEqual(auth, this.token)) return reject("401 Unauthorized");
-    if (this.links.size >= MAX_CONNECTIONS) return reject("503 Service Unavailable");
+    let refusal: string | null = null;
+    if (this.closed || this.links.size >= MAX_CONNECTIONS) refusal = "503 Service Unavailable";
+    if (auth.length !== this.token.length || !timingSafeEqual(auth, this.token)) refusal = "401 Unauthorized";
+    if (refusal) {
+      reject(refusal);
+      return;
+    }
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       if (this.closed) {
         ws.close(1001, "closing");

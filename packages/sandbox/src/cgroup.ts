@@ -51,7 +51,9 @@ export class CgroupReader {
   ) {}
 
   private file(controller: string, name: string): string {
-    return this.version === "v2" ? `${this.root}${this.path}/${name}` : `${this.root}/${controller}${this.path}/${name}`;
+    return this.version === "v2"
+      ? `${this.root}${this.path}/${name}`
+      : `${this.root}/${controller}${this.path}/${name}`;
   }
 
   /** The counters, or null when the cgroup is gone (the container is not running). */

@@ -96,12 +96,19 @@ export function execServerEnv(record: SandboxRecord, hasCa: boolean): Record<str
   const env: Record<string, string> = { ...record.env };
   if (record.network.mode === "proxy") {
     const proxy = `http://127.0.0.1:${PROXY_PORT}`;
-    for (const k of ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"]) env[k] = proxy;
+    for (const k of ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"])
+      env[k] = proxy;
     env.NO_PROXY = "";
     env.no_proxy = "";
     if (hasCa) {
       const bundle = `${TRUST_MOUNT}/ca-bundle.crt`;
-      for (const k of ["SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "PIP_CERT"]) {
+      for (const k of [
+        "SSL_CERT_FILE",
+        "REQUESTS_CA_BUNDLE",
+        "CURL_CA_BUNDLE",
+        "GIT_SSL_CAINFO",
+        "PIP_CERT",
+      ]) {
         env[k] = bundle;
       }
       env.CARGO_HTTP_CAINFO = bundle;

@@ -14,7 +14,8 @@ async function mountPoints(): Promise<Set<string>> {
   const out = new Set<string>();
   for (const line of text.split("\n")) {
     const field = line.split(" ")[4];
-    if (field) out.add(field.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8))));
+    if (field)
+      out.add(field.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8))));
   }
   return out;
 }
@@ -26,7 +27,10 @@ export async function isMounted(path: string): Promise<boolean> {
 async function must(cmd: string, args: string[], what: string): Promise<void> {
   const res = await runCommand(cmd, args, { timeoutMs: 60_000 });
   if (res.code !== 0) {
-    throw new SandboxError("disk_failed", `${what} failed: ${res.stderr.trim() || `exit ${res.code ?? res.signal}`}`);
+    throw new SandboxError(
+      "disk_failed",
+      `${what} failed: ${res.stderr.trim() || `exit ${res.code ?? res.signal}`}`,
+    );
   }
 }
 
@@ -65,7 +69,8 @@ export async function mountWorkspace(disk: DiskRecord): Promise<void> {
   if (disk.kind === "dir") return;
   await mkdir(disk.mountPath, { recursive: true, mode: 0o755 });
   if (await isMounted(disk.mountPath)) return;
-  if (!existsSync(disk.imagePath)) throw new SandboxError("disk_failed", `workspace image ${disk.imagePath} is missing`);
+  if (!existsSync(disk.imagePath))
+    throw new SandboxError("disk_failed", `workspace image ${disk.imagePath} is missing`);
   await must("mount", ["-o", "loop,nodev,nosuid", disk.imagePath, disk.mountPath], "mount");
 }
 

@@ -16,7 +16,8 @@ const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** Throws `invalid_spec` for a variable the launcher line cannot carry. */
 export function validateEnv(env: Record<string, string>): void {
   for (const [k, v] of Object.entries(env)) {
-    if (!NAME.test(k)) throw new SandboxError("invalid_spec", `env: ${JSON.stringify(k)} is not a variable name`);
+    if (!NAME.test(k))
+      throw new SandboxError("invalid_spec", `env: ${JSON.stringify(k)} is not a variable name`);
     if (typeof v !== "string" || /[\n\r\0]/.test(v)) {
       throw new SandboxError("invalid_spec", `env.${k} must be a string without newlines or NUL`);
     }

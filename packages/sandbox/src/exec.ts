@@ -48,7 +48,9 @@ export function runCommand(
 /** The first executable named `name` on PATH, or null. */
 export async function which(name: string): Promise<string | null> {
   const { access, constants } = await import("node:fs/promises");
-  for (const dir of (process.env.PATH ?? "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin").split(":")) {
+  for (const dir of (
+    process.env.PATH ?? "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+  ).split(":")) {
     if (!dir) continue;
     const path = `${dir}/${name}`;
     try {

@@ -37,7 +37,13 @@ export interface HostReport {
   userNamespaces: { maxUserNamespaces: number | null; unprivilegedClone: boolean | null };
   ulimits: { nofileHard: number | null; nprocHard: number | null; pidMax: number | null };
   tools: { debootstrap: boolean; mkfsExt4: boolean; mount: boolean };
-  image: { name: string; present: boolean; stamp: string | null; expectedStamp: string | null; current: boolean };
+  image: {
+    name: string;
+    present: boolean;
+    stamp: string | null;
+    expectedStamp: string | null;
+    current: boolean;
+  };
   /** Global podman arguments a sandbox backend uses here. */
   podmanArgs: string[];
   /** What stops the container backend from working here (empty: nothing). */
@@ -58,7 +64,8 @@ export function cgroupVersion(): CgroupVersion {
 
 function cgroupControllers(version: CgroupVersion): string[] {
   try {
-    if (version === "v2") return readFileSync("/sys/fs/cgroup/cgroup.controllers", "utf8").trim().split(/\s+/);
+    if (version === "v2")
+      return readFileSync("/sys/fs/cgroup/cgroup.controllers", "utf8").trim().split(/\s+/);
     // v1 / hybrid: the controllers mounted as v1 hierarchies (enabled in /proc/cgroups).
     return readFileSync("/proc/cgroups", "utf8")
       .split("\n")
@@ -146,7 +153,11 @@ export async function expectedImageStamp(): Promise<string | null> {
 }
 
 /** The stamp label of an image, null when the image is absent ("" when it has none). */
-export async function imageStamp(podman: string, globalArgs: readonly string[], image: string): Promise<string | null> {
+export async function imageStamp(
+  podman: string,
+  globalArgs: readonly string[],
+  image: string,
+): Promise<string | null> {
   const res = await runCommand(podman, [
     ...globalArgs,
     "image",
@@ -161,7 +172,12 @@ export async function imageStamp(podman: string, globalArgs: readonly string[], 
 }
 
 interface PodmanInfo {
-  host?: { ociRuntime?: { name?: string }; cgroupManager?: string; cgroupVersion?: string; security?: { rootless?: boolean } };
+  host?: {
+    ociRuntime?: { name?: string };
+    cgroupManager?: string;
+    cgroupVersion?: string;
+    security?: { rootless?: boolean };
+  };
   version?: { Version?: string };
 }
 
@@ -193,24 +209,39 @@ export async function doctor(opts: { image?: string; podmanPath?: string } = {})
       version,
       controllers,
       swapAccounting:
-        version === "v2" ? controllers.includes("memory") : existsSync("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes"),
+        version === "v2"
+          ? controllers.includes("memory")
+          : existsSync("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes"),
     },
     rootful: uid === 0,
     uid,
-    loop: { loopControl: existsSync("/dev/loop-control"), usable: uid === 0 && existsSync("/dev/loop-control") },
+    loop: {
+      loopControl: existsSync("/dev/loop-control"),
+      usable: uid === 0 && existsSync("/dev/loop-control"),
+    },
     userNamespaces: {
       maxUserNamespaces: readNumber("/proc/sys/user/max_user_namespaces"),
       unprivilegedClone: existsSync("/proc/sys/kernel/unprivileged_userns_clone")
         ? readNumber("/proc/sys/kernel/unprivileged_userns_clone") === 1
         : null,
     },
-    ulimits: { nofileHard: hardLimits().nofile, nprocHard: hardLimits().nproc, pidMax: readNumber("/proc/sys/kernel/pid_max") },
+    ulimits: {
+      nofileHard: hardLimits().nofile,
+      nprocHard: hardLimits().nproc,
+      pidMax: readNumber("/proc/sys/kernel/pid_max"),
+    },
     tools: {
       debootstrap: (await which("debootstrap")) !== null,
       mkfsExt4: (await which("mkfs.ext4")) !== null,
       mount: (await which("mount")) !== null,
     },
-    image: { name: opts.image ?? DEFAULT_IMAGE, present: false, stamp: null, expectedStamp: null, current: false },
+    image: {
+      name: opts.image ?? DEFAULT_IMAGE,
+      present: false,
+      stamp: null,
+      expectedStamp: null,
+      current: false,
+    },
     podmanArgs,
     problems,
     warnings,
@@ -229,17 +260,25 @@ export async function doctor(opts: { image?: string; podmanPath?: string } = {})
     const stamp = await imageStamp(podmanPath, podmanArgs, report.image.name);
     report.image.present = stamp !== null;
     report.image.stamp = stamp || null;
-    report.image.expectedStamp = opts.image && opts.image !== DEFAULT_IMAGE ? null : await expectedImageStamp();
+    report.image.expectedStamp =
+      opts.image && opts.image !== DEFAULT_IMAGE ? null : await expectedImageStamp();
     report.image.current =
-      report.image.present && (report.image.expectedStamp === null || report.image.stamp === report.image.expectedStamp);
-    if (!report.image.present) problems.push(`image ${report.image.name} is missing: run ${IMAGE_BUILD_SCRIPT}`);
-    else if (!report.image.current) warnings.push(`image ${report.image.name} is older than the build script: rebuild it`);
+      report.image.present &&
+      (report.image.expectedStamp === null || report.image.stamp === report.image.expectedStamp);
+    if (!report.image.present)
+      problems.push(`image ${report.image.name} is missing: run ${IMAGE_BUILD_SCRIPT}`);
+    else if (!report.image.current)
+      warnings.push(`image ${report.image.name} is older than the build script: rebuild it`);
   }
-  if (version !== "v2" && !runc) problems.push(`cgroups are ${version}: crun refuses them and runc is not installed`);
+  if (version !== "v2" && !runc)
+    problems.push(`cgroups are ${version}: crun refuses them and runc is not installed`);
   for (const c of ["memory", "pids", "cpu"]) {
-    if (!controllers.includes(c)) warnings.push(`cgroup controller ${c} is not available: its limit is not enforced`);
+    if (!controllers.includes(c))
+      warnings.push(`cgroup controller ${c} is not available: its limit is not enforced`);
   }
-  if (!report.loop.usable) warnings.push("no loop devices (needs root and /dev/loop-control): disk limits are not enforced");
-  if (uid !== 0) warnings.push("rootless: the workspace is a plain directory and the uid mapping is podman's keep-id");
+  if (!report.loop.usable)
+    warnings.push("no loop devices (needs root and /dev/loop-control): disk limits are not enforced");
+  if (uid !== 0)
+    warnings.push("rootless: the workspace is a plain directory and the uid mapping is podman's keep-id");
   return report;
 }

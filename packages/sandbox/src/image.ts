@@ -3,7 +3,9 @@ import { spawn } from "node:child_process";
 import { IMAGE_BUILD_SCRIPT } from "./host.js";
 
 /** Runs scripts/build-image.sh (root, podman, debootstrap); resolves with the image name. Its log goes to `log`. */
-export function buildImage(opts: { image?: string; force?: boolean; log?: (line: string) => void } = {}): Promise<string> {
+export function buildImage(
+  opts: { image?: string; force?: boolean; log?: (line: string) => void } = {},
+): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn("bash", [IMAGE_BUILD_SCRIPT, ...(opts.image ? [opts.image] : [])], {
       stdio: ["ignore", "pipe", "pipe"],
@@ -21,7 +23,10 @@ export function buildImage(opts: { image?: string; force?: boolean; log?: (line:
     child.on("error", reject);
     child.on("close", (code) => {
       if (code === 0) resolve(out.trim().split("\n").at(-1) ?? "");
-      else reject(new Error(`build-image.sh failed (exit ${code}): ${err.trim().split("\n").slice(-5).join(" | ")}`));
+      else
+        reject(
+          new Error(`build-image.sh failed (exit ${code}): ${err.trim().split("\n").slice(-5).join(" | ")}`),
+        );
     });
   });
 }

@@ -24,7 +24,10 @@ export class Podman {
   }
 
   /** Like run(), but a non-zero exit is returned instead of thrown. */
-  async tryRun(args: readonly string[], opts: { timeoutMs?: number } = {}): Promise<{ ok: boolean; out: string; err: string }> {
+  async tryRun(
+    args: readonly string[],
+    opts: { timeoutMs?: number } = {},
+  ): Promise<{ ok: boolean; out: string; err: string }> {
     const res = await runCommand(this.bin, this.args(args), { timeoutMs: opts.timeoutMs ?? 120_000 });
     return { ok: res.code === 0, out: res.stdout, err: res.stderr };
   }

@@ -5,7 +5,7 @@ import { EventEmitter } from "node:events";
 import { copyFile, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ExecutorBridge } from "./bridge.js";
-import { CgroupReader, type CgroupCounters } from "./cgroup.js";
+import { type CgroupCounters, CgroupReader } from "./cgroup.js";
 import { type ContainerContext, execServerEnv, runArgs, WORKSPACE_PATH } from "./container.js";
 import { createWorkspace, destroyWorkspace, mountWorkspace, workspaceUsage } from "./disk.js";
 import { SandboxError } from "./errors.js";
@@ -111,7 +111,11 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
     return { mode: "proxy", socketDir, socketPath: join(socketDir, "proxy.sock"), caCertPath: n.caCertPath };
   }
   get workspace(): SandboxWorkspace {
-    return { hostPath: this.record.disk.mountPath, path: WORKSPACE_PATH, diskLimitEnforced: this.record.disk.kind === "loop" };
+    return {
+      hostPath: this.record.disk.mountPath,
+      path: WORKSPACE_PATH,
+      diskLimitEnforced: this.record.disk.kind === "loop",
+    };
   }
   get executor(): SandboxExecutor {
     if (!this.bridge) throw new SandboxError("closed", "the sandbox has no executor (destroyed or closed)");
@@ -187,7 +191,10 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
         ...this.record,
         id: spec.id,
         env: { ...spec.env },
-        network: spec.network.mode === "proxy" ? { mode: "proxy", caCertPath: spec.network.caCertPath } : { mode: "none" },
+        network:
+          spec.network.mode === "proxy"
+            ? { mode: "proxy", caCertPath: spec.network.caCertPath }
+            : { mode: "none" },
       };
       await this.prepareNetworkDirs();
       await writeRecord(this.dir, this.record);
@@ -231,7 +238,9 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
       if (!ca.includes("-----BEGIN CERTIFICATE-----") || ca.includes("PRIVATE KEY")) {
         throw new SandboxError("invalid_spec", "network.caCertPath must hold a PEM certificate and no key");
       }
-      const base = this.ctx.systemCaBundle ? await readFile(this.ctx.systemCaBundle, "utf8").catch(() => "") : "";
+      const base = this.ctx.systemCaBundle
+        ? await readFile(this.ctx.systemCaBundle, "utf8").catch(() => "")
+        : "";
       await copyFile(n.caCertPath, join(trust, "ca.crt"));
       await writeFile(join(trust, "ca-bundle.crt"), `${base.trimEnd()}\n${ca.trim()}\n`, { mode: 0o644 });
       this.hasCa = true;
@@ -246,7 +255,11 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
     const out = await this.ctx.podman.run(
       runArgs(
         this.record,
-        { workspace: this.record.disk.mountPath, socketDir: this.socketDir(), trustDir: this.record.network.mode === "proxy" ? join(this.dir, "trust") : null },
+        {
+          workspace: this.record.disk.mountPath,
+          socketDir: this.socketDir(),
+          trustDir: this.record.network.mode === "proxy" ? join(this.dir, "trust") : null,
+        },
         this.ctx,
       ),
     );
@@ -275,7 +288,12 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
     ]);
     if (!r.ok) return null;
     const [status = "", code, oom, cg = ""] = r.out.trim().split("|");
-    return { status, exitCode: code === undefined ? null : Number(code), oomKilled: oom === "true", cgroupPath: cg };
+    return {
+      status,
+      exitCode: code === undefined ? null : Number(code),
+      oomKilled: oom === "true",
+      cgroupPath: cg,
+    };
   }
 
   private host() {
@@ -289,7 +307,10 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
 
   private spawnSpare(): void {
     this.killSpare();
-    const p = new ExecServerProcess(this.ctx.podman, this.record.containerName, { user: `${this.ctx.uid}:${this.ctx.gid}`, home: this.ctx.home });
+    const p = new ExecServerProcess(this.ctx.podman, this.record.containerName, {
+      user: `${this.ctx.uid}:${this.ctx.gid}`,
+      home: this.ctx.home,
+    });
     p.once("exit", () => {
       if (this.spare === p) this.spare = null;
     });
@@ -316,7 +337,10 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
       spare.configure(this.env());
       return spare;
     }
-    const p = new ExecServerProcess(this.ctx.podman, this.record.containerName, { user: `${this.ctx.uid}:${this.ctx.gid}`, home: this.ctx.home });
+    const p = new ExecServerProcess(this.ctx.podman, this.record.containerName, {
+      user: `${this.ctx.uid}:${this.ctx.gid}`,
+      home: this.ctx.home,
+    });
     p.configure(this.env());
     return p;
   }
@@ -387,7 +411,12 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
       await this.bridge?.close();
       this.bridge = null;
       if (stop && this.state === "running") {
-        await this.ctx.podman.tryRun(["stop", "-t", String(this.ctx.stopTimeoutSec), this.record.containerName]);
+        await this.ctx.podman.tryRun([
+          "stop",
+          "-t",
+          String(this.ctx.stopTimeoutSec),
+          this.record.containerName,
+        ]);
         this.state = "stopped";
       }
     });
@@ -425,7 +454,11 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
     }
     if (hits > 0) {
       this.pidsHitsTotal += hits;
-      this.emit("pids-exhausted", { pidsCurrent: c.pidsCurrent, pidsMax: c.pidsMax, hits: this.pidsHitsTotal });
+      this.emit("pids-exhausted", {
+        pidsCurrent: c.pidsCurrent,
+        pidsMax: c.pidsMax,
+        hits: this.pidsHitsTotal,
+      });
     }
   }
 
@@ -451,4 +484,3 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
     };
   }
 }
-

@@ -42,12 +42,24 @@ export function isContainerSize(value: unknown): value is ContainerSize {
  */
 export function limitsForSize(
   size: ContainerSize = DEFAULT_SIZE,
-  opts: { overrides?: Partial<SandboxLimits>; maximums?: Partial<SandboxLimits>; defaults?: Partial<SandboxLimits> } = {},
+  opts: {
+    overrides?: Partial<SandboxLimits>;
+    maximums?: Partial<SandboxLimits>;
+    defaults?: Partial<SandboxLimits>;
+  } = {},
 ): SandboxLimits {
   if (!isContainerSize(size)) {
-    throw new SandboxError("invalid_spec", `container_size must be small, medium or large, not ${String(size)}`);
+    throw new SandboxError(
+      "invalid_spec",
+      `container_size must be small, medium or large, not ${String(size)}`,
+    );
   }
-  const limits: SandboxLimits = { ...DEFAULT_LIMITS, ...CONTAINER_SIZES[size], ...opts.defaults, ...opts.overrides };
+  const limits: SandboxLimits = {
+    ...DEFAULT_LIMITS,
+    ...CONTAINER_SIZES[size],
+    ...opts.defaults,
+    ...opts.overrides,
+  };
   return clampLimits(limits, opts.maximums ?? {});
 }
 
@@ -67,7 +79,10 @@ export function validateLimits(limits: SandboxLimits): SandboxLimits {
   for (const key of Object.keys(MIN_LIMITS) as Array<keyof SandboxLimits>) {
     const value = out[key];
     if (typeof value !== "number" || !Number.isFinite(value) || value < MIN_LIMITS[key]) {
-      throw new SandboxError("invalid_spec", `limits.${key} must be a number >= ${MIN_LIMITS[key]}, got ${String(value)}`);
+      throw new SandboxError(
+        "invalid_spec",
+        `limits.${key} must be a number >= ${MIN_LIMITS[key]}, got ${String(value)}`,
+      );
     }
     if (key !== "cpus") out[key] = Math.floor(value);
   }

@@ -103,7 +103,9 @@ export interface Sandbox extends EventEmitter<SandboxEvents> {
   readonly hostname: string;
   readonly image: string;
   readonly limits: SandboxLimits;
-  readonly network: { mode: "none" } | { mode: "proxy"; socketDir: string; socketPath: string; caCertPath?: string };
+  readonly network:
+    | { mode: "none" }
+    | { mode: "proxy"; socketDir: string; socketPath: string; caCertPath?: string };
   readonly workspace: SandboxWorkspace;
   readonly executor: SandboxExecutor;
   /** Whether this sandbox was claimed from the warm pool. */
@@ -168,7 +170,13 @@ export interface PoolStats {
   inUse: number;
   /** Claimed or cold-created sandboxes whose container is stopped or exited. */
   stopped: number;
-  pools: Array<{ image: string; limits: SandboxLimits; network: "none" | "proxy"; target: number; warm: number }>;
+  pools: Array<{
+    image: string;
+    limits: SandboxLimits;
+    network: "none" | "proxy";
+    target: number;
+    warm: number;
+  }>;
   sandboxes: Array<{
     id: string | null;
     status: SandboxStatus | "warm";

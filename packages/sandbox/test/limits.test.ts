@@ -3,7 +3,17 @@
 import { rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ContainerBackend, limitsForSize } from "../src/index.js";
-import { containersWithPrefix, ensureImage, ExecClient, GiB, MiB, mountsUnder, runPrefix, tempRoot, waitFor } from "./helpers.js";
+import {
+  containersWithPrefix,
+  ExecClient,
+  ensureImage,
+  GiB,
+  MiB,
+  mountsUnder,
+  runPrefix,
+  tempRoot,
+  waitFor,
+} from "./helpers.js";
 
 const prefix = runPrefix("lim");
 const root = tempRoot("lim");
@@ -82,6 +92,8 @@ describe("limits", () => {
     expect(h.diskMaxBytes).toBeLessThanOrEqual(64 * MiB);
     expect(h.diskUsedBytes).toBeGreaterThan(40 * MiB);
     // Space freed is usable again.
-    expect((await c.run("rm /workspace/big && echo ok > /workspace/small && cat /workspace/small")).stdout).toBe("ok\n");
+    expect(
+      (await c.run("rm /workspace/big && echo ok > /workspace/small && cat /workspace/small")).stdout,
+    ).toBe("ok\n");
   });
 });

@@ -7,7 +7,15 @@ import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ContainerBackend, limitsForSize } from "../src/index.js";
-import { containersWithPrefix, ensureImage, ExecClient, MiB, mountsUnder, runPrefix, tempRoot } from "./helpers.js";
+import {
+  containersWithPrefix,
+  ExecClient,
+  ensureImage,
+  MiB,
+  mountsUnder,
+  runPrefix,
+  tempRoot,
+} from "./helpers.js";
 
 const prefix = runPrefix("net");
 const root = tempRoot("net");
@@ -67,7 +75,9 @@ describe("network proxy mode", () => {
     expect(seen[0]).toMatchObject({ method: "GET", url: "http://allowed.test/some/path?q=1" });
     expect(seen[0]!.headers.host).toBe("allowed.test");
     expect(seen[0]!.headers["x-sandbox-test"]).toBe("yes");
-    const env = await c.run("echo $HTTP_PROXY $HTTPS_PROXY $http_proxy $ALL_PROXY; echo no_proxy=[$NO_PROXY]");
+    const env = await c.run(
+      "echo $HTTP_PROXY $HTTPS_PROXY $http_proxy $ALL_PROXY; echo no_proxy=[$NO_PROXY]",
+    );
     expect(env.stdout).toBe(
       "http://127.0.0.1:3128 http://127.0.0.1:3128 http://127.0.0.1:3128 http://127.0.0.1:3128\nno_proxy=[]\n",
     );
@@ -87,10 +97,25 @@ describe("network proxy mode", () => {
     const dir = join(root, "ca");
     mkdirSync(dir, { recursive: true });
     const caCertPath = join(dir, "ca.crt");
-    execFileSync("openssl", [
-      "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=sandbox-test-ca",
-      "-keyout", join(dir, "ca.key"), "-out", caCertPath,
-    ], { stdio: "ignore" });
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=sandbox-test-ca",
+        "-keyout",
+        join(dir, "ca.key"),
+        "-out",
+        caCertPath,
+      ],
+      { stdio: "ignore" },
+    );
     const s = await backend.create({ id: "sess-ca", limits, network: { mode: "proxy", caCertPath } });
     expect(s.network.mode === "proxy" && s.network.socketPath.startsWith(root)).toBe(true);
     const c = await ExecClient.open(s.executor.url, s.executor.token);

@@ -3,7 +3,16 @@
 import { rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ContainerBackend, limitsForSize } from "../src/index.js";
-import { containersWithPrefix, ensureImage, ExecClient, MiB, mountsUnder, runPrefix, tempRoot, waitFor } from "./helpers.js";
+import {
+  containersWithPrefix,
+  ExecClient,
+  ensureImage,
+  MiB,
+  mountsUnder,
+  runPrefix,
+  tempRoot,
+  waitFor,
+} from "./helpers.js";
 
 const prefix = runPrefix("pool");
 const root = tempRoot("pool");
@@ -35,15 +44,24 @@ describe("warm pool", () => {
   it("create() claims a warm sandbox with the session's variables, and the pool refills", async () => {
     await backend.waitWarm();
     expect(backend.stats()).toMatchObject({ warm: 1, inUse: 0 });
-    const s = await backend.create({ id: "sess-warm", limits, network: { mode: "none" }, env: { SESSION_VAR: "it's here" } });
+    const s = await backend.create({
+      id: "sess-warm",
+      limits,
+      network: { mode: "none" },
+      env: { SESSION_VAR: "it's here" },
+    });
     expect(s.fromPool).toBe(true);
     const c = await ExecClient.open(s.executor.url, s.executor.token);
     clients.push(c);
-    const r = await c.run("echo \"$SESSION_VAR\"; hostname; id -u; echo x > /workspace/f && cat /workspace/f");
+    const r = await c.run('echo "$SESSION_VAR"; hostname; id -u; echo x > /workspace/f && cat /workspace/f');
     expect(r.stdout).toBe(`it's here\n${s.hostname}\n1000\nx\n`);
     expect(backend.stats().inUse).toBe(1);
     // A spec that does not match the pool is created cold.
-    const cold = await backend.create({ id: "sess-cold", limits: { ...limits, pids: 333 }, network: { mode: "none" } });
+    const cold = await backend.create({
+      id: "sess-cold",
+      limits: { ...limits, pids: 333 },
+      network: { mode: "none" },
+    });
     expect(cold.fromPool).toBe(false);
     await backend.waitWarm();
     const st = backend.stats();

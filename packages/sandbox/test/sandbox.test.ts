@@ -5,7 +5,16 @@ import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ContainerBackend, limitsForSize, type Sandbox } from "../src/index.js";
-import { containersWithPrefix, ensureImage, ExecClient, MiB, mountsUnder, runPrefix, tempRoot, waitFor } from "./helpers.js";
+import {
+  containersWithPrefix,
+  ExecClient,
+  ensureImage,
+  MiB,
+  mountsUnder,
+  runPrefix,
+  tempRoot,
+  waitFor,
+} from "./helpers.js";
 
 const prefix = runPrefix("sb");
 const root = tempRoot("sb");
@@ -32,7 +41,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const c of clients) c.close();
-  for (const r of await backend?.list() ?? []) await (await backend.adopt(r.id!))?.destroy();
+  for (const r of (await backend?.list()) ?? []) await (await backend.adopt(r.id!))?.destroy();
   await backend?.close();
   hostServer?.close();
   expect(containersWithPrefix(prefix)).toEqual([]);
@@ -89,7 +98,9 @@ describe("container sandbox", () => {
     const b = await backend.create({ id: "sess-other", limits, network: { mode: "none" } });
     const ca = await open(a);
     const cb = await open(b);
-    await cb.run("echo secret-b > /workspace/b-only.txt; (exec -a marker-b-process sleep 300 &) ; echo started");
+    await cb.run(
+      "echo secret-b > /workspace/b-only.txt; (exec -a marker-b-process sleep 300 &) ; echo started",
+    );
     const r = await ca.run(
       "ps -eo args | grep -c '[m]arker-b-process'; ls /workspace; grep -rl secret-b / --exclude-dir=proc --exclude-dir=sys 2>/dev/null | head -3; echo end",
     );
@@ -157,11 +168,17 @@ describe("container sandbox", () => {
     // The bridge went with the old backend; the container kept running.
     await expect(ExecClient.connect(oldUrl, "x")).rejects.toThrow();
     backend = await ContainerBackend.open({ rootDir: root, namePrefix: prefix });
-    expect((await backend.list()).map((r) => r.id).sort()).toEqual(["Sess-Inside", "sess-other", "sess-stop"]);
+    expect((await backend.list()).map((r) => r.id).sort()).toEqual([
+      "Sess-Inside",
+      "sess-other",
+      "sess-stop",
+    ]);
     const again = await backend.adopt("sess-other");
     expect(again).not.toBeNull();
     expect(again!.status()).toBe("running");
-    const r = await (await open(again!)).run("cat /workspace/restart.txt; ps -eo args | grep -c '[m]arker-b-process'");
+    const r = await (await open(again!)).run(
+      "cat /workspace/restart.txt; ps -eo args | grep -c '[m]arker-b-process'",
+    );
     expect(r.stdout).toBe("survived\n1\n");
     expect(await backend.adopt("no-such-session")).toBeNull();
   });
@@ -184,13 +201,17 @@ describe("container sandbox", () => {
   });
 
   it("rejects a bad spec with a clear error", async () => {
-    await expect(backend.create({ id: "../x", limits, network: { mode: "none" } })).rejects.toThrow(/id must match/);
-    await expect(backend.create({ id: "ok", limits: { ...limits, memoryBytes: 5 }, network: { mode: "none" } })).rejects.toThrow(
-      /memoryBytes/,
+    await expect(backend.create({ id: "../x", limits, network: { mode: "none" } })).rejects.toThrow(
+      /id must match/,
     );
+    await expect(
+      backend.create({ id: "ok", limits: { ...limits, memoryBytes: 5 }, network: { mode: "none" } }),
+    ).rejects.toThrow(/memoryBytes/);
     await expect(
       backend.create({ id: "ok", limits, network: { mode: "none" }, env: { "BAD-NAME": "x" } }),
     ).rejects.toThrow(/variable name/);
-    await expect(backend.create({ id: "sess-other", limits, network: { mode: "none" } })).rejects.toThrow(/exists/);
+    await expect(backend.create({ id: "sess-other", limits, network: { mode: "none" } })).rejects.toThrow(
+      /exists/,
+    );
   });
 });
