@@ -73,11 +73,12 @@ export class ExecutorClient {
     return r;
   }
 
-  /** Runs `sh -c cmd` in /workspace through process/start; resolves when it exited. */
+  /** Runs `sh -c cmd` in /workspace through process/start; resolves when it closed (exited, all output read). */
   async run(cmd: string, timeoutMs = 60_000): Promise<CommandResult> {
     const processId = `p${this.nextId}`;
     let stdout = "";
     let stderr = "";
+    let exitCode: number | null = null;
     const done = new Promise<number | null>((resolve, reject) => {
       const t = setTimeout(() => reject(new Error(`command timed out: ${cmd}`)), timeoutMs);
       const l = (m: ExecutorMessage) => {
@@ -87,9 +88,12 @@ export class ExecutorClient {
           if (m.params.stream === "stderr") stderr += s;
           else stdout += s;
         } else if (m.method === "process/exited") {
+          exitCode = (m.params.exitCode as number | null) ?? null;
+        } else if (m.method === "process/closed") {
+          // After the last output chunk (process/exited can come before it).
           clearTimeout(t);
           this.listeners.delete(l);
-          resolve((m.params.exitCode as number | null) ?? null);
+          resolve(exitCode);
         }
       };
       this.listeners.add(l);
@@ -111,8 +115,7 @@ export class ExecutorClient {
       sandbox: null,
     });
     if (r.error) throw new Error(`process/start: ${r.error.message}`);
-    const exitCode = await done;
-    return { exitCode, stdout, stderr };
+    return { exitCode: await done, stdout, stderr };
   }
 
   close(): void {
