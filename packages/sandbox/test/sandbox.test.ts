@@ -144,6 +144,19 @@ describe("container sandbox", () => {
     expect((await s.health()).replacements).toBe(1);
   });
 
+  it("a container killed from outside is reported (exit event, status exited) and resumes with its files", async () => {
+    const s = backend.get("sess-stop")!;
+    const exits: Array<{ exitCode: number | null }> = [];
+    s.on("exit", (e) => exits.push(e));
+    const { execFileSync } = await import("node:child_process");
+    execFileSync("podman", ["kill", s.containerName]);
+    await waitFor("the exit event", () => exits.length > 0, 20_000);
+    expect(s.status()).toBe("exited");
+    expect(exits[0]!.exitCode).not.toBe(0);
+    await s.resume();
+    expect((await (await open(s)).run("cat /workspace/kept.txt")).stdout).toBe("kept\n");
+  });
+
   it("destroy removes the container, the mount and the image file", async () => {
     const s = await backend.create({ id: "sess-destroy", limits, network: { mode: "none" } });
     const name = s.containerName;
