@@ -1,6 +1,7 @@
 // The warm pool: pre-created sandboxes per (image, limits, network mode) claimed by create(), refilled in the
 // background; idle sandboxes are stopped and resumed by their next executor message; stats() for /health.
-import { rmSync } from "node:fs";
+import { chmodSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ContainerBackend, limitsForSize } from "../src/index.js";
 import {
@@ -91,12 +92,41 @@ describe("warm pool", () => {
     expect(s.status()).toBe("running");
   });
 
+  it("a proxy-mode warm sandbox: the egress proxy listens in the sandbox's own directory", async () => {
+    backend.setWarm([
+      { limits, count: 1 },
+      { limits, network: "proxy", count: 1 },
+    ]);
+    await backend.waitWarm();
+    const s = await backend.create({ id: "sess-warm-proxy", limits, network: { mode: "proxy" } });
+    expect(s.fromPool).toBe(true);
+    if (s.network.mode !== "proxy") throw new Error("not proxy mode");
+    const seen: string[] = [];
+    const server = createServer((req, res) => {
+      seen.push(`${req.method} ${req.url}`);
+      res.end("via egress\n");
+    });
+    await new Promise<void>((r) =>
+      server.listen(s.network.mode === "proxy" ? s.network.socketPath : "", () => r()),
+    );
+    chmodSync(s.network.socketPath, 0o666);
+    try {
+      const c = await ExecClient.open(s.executor.url, s.executor.token);
+      clients.push(c);
+      const r = await c.run("curl -sS -m 10 http://warm.test/x");
+      expect(r.stdout).toBe("via egress\n");
+      expect(seen).toEqual(["GET http://warm.test/x"]);
+    } finally {
+      server.close();
+    }
+  });
+
   it("warm sandboxes left by a previous run are removed at open; claimed ones are kept for adopt", async () => {
     await backend.close();
     backend = await ContainerBackend.open({ rootDir: root, namePrefix: prefix });
     expect(backend.stats().warm).toBe(0);
-    expect((await backend.list()).map((r) => r.id)).toEqual(["sess-warm"]);
-    // Only the claimed sandbox's container is left.
-    expect(containersWithPrefix(prefix)).toHaveLength(1);
+    expect((await backend.list()).map((r) => r.id).sort()).toEqual(["sess-warm", "sess-warm-proxy"]);
+    // Only the claimed sandboxes' containers are left.
+    expect(containersWithPrefix(prefix)).toHaveLength(2);
   });
 });
