@@ -17,6 +17,7 @@ export default defineConfig({
       "@codex-agent-api/mock-model": src("mock-model"),
       "@codex-agent-api/testkit": src("testkit"),
       "@codex-agent-api/codex": src("codex"),
+      "@codex-agent-api/sandbox": src("sandbox"),
     },
   },
   test: {

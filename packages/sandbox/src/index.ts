@@ -1,0 +1,27 @@
+export { ContainerBackend, type ContainerBackendOptions } from "./backend.js";
+export { type CommandResult, ExecutorClient, type ExecutorMessage } from "./client.js";
+export { hostnameFor } from "./container.js";
+export { SandboxError, type SandboxErrorCode } from "./errors.js";
+export {
+  type CgroupVersion,
+  codexVendorDir,
+  DEFAULT_IMAGE,
+  doctor,
+  expectedImageStamp,
+  type HostReport,
+  IMAGE_BUILD_SCRIPT,
+  IMAGE_STAMP_LABEL,
+} from "./host.js";
+export { buildImage } from "./image.js";
+export {
+  CONTAINER_SIZES,
+  type ContainerSize,
+  clampLimits,
+  DEFAULT_LIMITS,
+  DEFAULT_SIZE,
+  isContainerSize,
+  limitsForSize,
+  MIN_LIMITS,
+  validateLimits,
+} from "./sizes.js";
+export type * from "./types.js";
