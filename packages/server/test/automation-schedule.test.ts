@@ -6,7 +6,7 @@ import {
   nextOccurrence,
   nextRunOf,
 } from "../src/domain/automations/schedule.js";
-import { ApiError } from "../src/domain/errors.js";
+import { ApiError } from "../src/kernel/errors.js";
 import { at } from "./automation-helpers.js";
 
 const iso = (t: number | null) => (t === null ? null : new Date(t * 1000).toISOString());

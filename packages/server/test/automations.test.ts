@@ -7,8 +7,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { deliveryTurnId } from "../src/domain/automations/deliverer.js";
 import { sessionFieldsOf } from "../src/domain/automations/target.js";
+import { deliveryTurnId } from "../src/features/automations/deliverer.js";
 import {
   at,
   invocationsOf,

@@ -25,7 +25,7 @@ import {
   GitNotFoundError,
   ScanError,
   ShadowRepo,
-} from "../src/checkpoints/index.js";
+} from "../src/platform/git-store/index.js";
 import { waitFor } from "./fixture.js";
 
 // ---- helpers -------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 // A clock for tests: real time plus an offset the test moves forward. Timers fire when real time reaches them or
 // when `advance` moves past them, so TTLs, goal durations and grace periods are tested without waiting for them.
-import type { Clock, Timer } from "../src/util/clock.js";
+import type { Clock, Timer } from "../src/kernel/clock.js";
 
 interface Pending {
   due: number;

@@ -1,7 +1,7 @@
-// Which history a fork gets (checkpoints/conversation.ts): the service turns the forked engine turns belong to, and
+// Which history a fork gets (features/checkpoints/conversation.ts): the service turns the forked engine turns belong to, and
 // where a goal turn the fork holds only part of stops.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { conversationHistory } from "../src/checkpoints/conversation.js";
+import { conversationHistory } from "../src/features/checkpoints/conversation.js";
 import { SqliteStore } from "../src/store/sqlite/index.js";
 import type { Store } from "../src/store/types.js";
 import { finishItem, session, threadItem, turn } from "./store-contract.js";

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Gate, scripts } from "@codex-agent-api/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { HookFailure } from "../src/domain/hooks.js";
+import { HookFailure } from "../src/domain/feature.js";
 import { SqliteStore } from "../src/store/sqlite/index.js";
 import { type CliServer, isAlive, pidsRunning, startCliServer } from "./cli-process.js";
 import { cleanup, readSse, type ServerFixture, startServer, waitFor } from "./fixture.js";

@@ -25,7 +25,7 @@ import OpenAI, {
 } from "openai";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../src/config.js";
+import { ConfigError, loadConfig } from "../src/config/load.js";
 import { Provisioner } from "../src/domain/environments/provision.js";
 import { NO_NETWORK } from "../src/domain/environments/spec.js";
 import { FileStorage } from "../src/domain/files/storage.js";

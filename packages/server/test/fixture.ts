@@ -3,15 +3,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type MockResponsesServer, processesUsing } from "@codex-agent-api/testkit";
 import pino from "pino";
-import { buildApp } from "../src/app.js";
-import { type Config, loadConfig } from "../src/config.js";
-import { type Core, createCore } from "../src/core.js";
-import type { Engines } from "../src/engine/types.js";
+import { type Config, loadConfig } from "../src/config/load.js";
 import type { App } from "../src/http/app-types.js";
-import { type Service, startService } from "../src/service.js";
+import type { Clock } from "../src/kernel/clock.js";
+import { buildApp } from "../src/main/app.js";
+import { type Core, createCore } from "../src/main/compose.js";
+import { type Service, startService } from "../src/main/service.js";
+import type { Engines } from "../src/platform/engine/types.js";
 import { SqliteStore } from "../src/store/sqlite/index.js";
 import type { Store } from "../src/store/types.js";
-import type { Clock } from "../src/util/clock.js";
 
 export interface ServerFixture {
   service: Service;

@@ -1,7 +1,7 @@
-// The lifecycle seams features attach to (domain/hooks.ts): the order turn hooks run in for a plain turn and a
+// The lifecycle seams features attach to (domain/feature.ts): the order turn hooks run in for a plain turn and a
 // goal with continuations, a beforeTurn hook failing the turn with its code, session hooks on create and delete.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { HookFailure } from "../src/domain/hooks.js";
+import { HookFailure } from "../src/domain/feature.js";
 import type { SessionRecord, TurnRecord } from "../src/store/types.js";
 import { readSse, type ServerFixture, startServer, waitFor } from "./fixture.js";
 

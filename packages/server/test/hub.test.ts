@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { EventHub, type Subscription } from "../src/platform/stream/hub.js";
 import { SqliteStore } from "../src/store/sqlite/index.js";
 import type { Appended, EventRecord, LogEvent, NewEvent, Store } from "../src/store/types.js";
-import { EventHub, type Subscription } from "../src/stream/hub.js";
 import { delta, newEvent, session, threadItem, turn } from "./store-contract.js";
 
 /** Reads exactly n events (fails rather than hangs if the subscription ends early). */

@@ -6,7 +6,7 @@ import {
   ENGINE_FAILURE_TTL_MS,
   ModelHealth,
   PROBE_EVERY_MS,
-} from "../src/engine/model-health.js";
+} from "../src/platform/engine/model-health.js";
 
 /** The engine's notification while it retries a model it cannot connect to (codex 0.169.0, a closed port). */
 const reconnecting = {

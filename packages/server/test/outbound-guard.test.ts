@@ -1,4 +1,4 @@
-// The outbound guard (net/outbound-guard.ts) on its own: which addresses are public (IPv4 inside IPv6 judged by the
+// The outbound guard (platform/net/outbound-guard.ts) on its own: which addresses are public (IPv4 inside IPv6 judged by the
 // IPv4 address), URLs as written, names resolved when a URL is checked, and the requests the service sends itself
 // (the OAuth token refresh, through the guard's fetch) checked on the address they connect to — a name that
 // rebinds to a private address between the check and the connection is refused. Names are resolved by a stand-in
@@ -7,9 +7,9 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { hostname } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadConfig } from "../src/config.js";
+import { loadConfig } from "../src/config/load.js";
 import { OAuthRefreshError, refreshAccessToken } from "../src/domain/vaults/oauth.js";
-import { nonPublic, OutboundGuard, type Resolve, TargetRefused } from "../src/net/outbound-guard.js";
+import { nonPublic, OutboundGuard, type Resolve, TargetRefused } from "../src/platform/net/outbound-guard.js";
 
 /** A resolver answering from a script: the n-th call gets the n-th answer (the last one after that). */
 function scriptedResolver(...answers: Array<string[] | Error>): Resolve & { calls: string[] } {

@@ -15,8 +15,8 @@ import type OpenAI from "openai";
 import { BadRequestError } from "openai";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadConfig } from "../src/config.js";
-import { type Service, startService } from "../src/service.js";
+import { loadConfig } from "../src/config/load.js";
+import { type Service, startService } from "../src/main/service.js";
 import { type AppFixture, cleanup, readSse, startApp } from "./fixture.js";
 import { expectApiError, rejection, sdk } from "./openai-helpers.js";
 

@@ -13,7 +13,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../src/config.js";
+import { ConfigError, loadConfig } from "../src/config/load.js";
 import { type CliServer, runCliToExit, startCliServer } from "./cli-process.js";
 import {
   type AppFixture,

@@ -2,9 +2,9 @@
 // (the API, both stores' guard in store-contract.ts, the agent's own automations tool), an OAuth token endpoint's
 // expires_in, and the service clock's timers for caps longer than setTimeout can wait (a goal's max duration).
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { runAutomationsTool } from "../src/domain/automations/agent-tool.js";
 import { refreshAccessToken } from "../src/domain/vaults/oauth.js";
-import { systemClock } from "../src/util/clock.js";
+import { runAutomationsTool } from "../src/features/automations/agent-tool.js";
+import { systemClock } from "../src/kernel/clock.js";
 import { type AppFixture, startApp } from "./fixture.js";
 
 const OFFICIAL = { "openai-beta": "agents=v1" };

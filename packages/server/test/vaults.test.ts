@@ -13,8 +13,8 @@ import OpenAI, { BadRequestError, NotFoundError, UnprocessableEntityError } from
 import type { AgentSessionEvent } from "openai/resources/beta/agents/agents";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadConfig } from "../src/config.js";
-import { type Service, startService } from "../src/service.js";
+import { loadConfig } from "../src/config/load.js";
+import { type Service, startService } from "../src/main/service.js";
 import { commandOutputs, everythingAbout, filesContaining, sha256, shell } from "./environment-helpers.js";
 import { waitFor } from "./fixture.js";
 import { expectApiError, rejection } from "./openai-helpers.js";

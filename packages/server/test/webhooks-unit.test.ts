@@ -6,18 +6,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI, { InvalidWebhookSignatureError } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { retryDelay } from "../src/domain/webhooks/deliverer.js";
 import { eventBody } from "../src/domain/webhooks/events.js";
 import { checkWebhookUrl, postWebhook } from "../src/domain/webhooks/sender.js";
 import { newSigningSecret, secretHint, signedHeaders } from "../src/domain/webhooks/signing.js";
-import { OutboundGuard, type Resolve, TargetRefused } from "../src/net/outbound-guard.js";
+import { retryDelay } from "../src/features/webhooks/deliverer.js";
 import {
   LazySecretBox,
   loadSecretKey,
   parseSecretKey,
   SecretBox,
   SecretKeyError,
-} from "../src/util/secrets.js";
+} from "../src/kernel/secrets.js";
+import { OutboundGuard, type Resolve, TargetRefused } from "../src/platform/net/outbound-guard.js";
 import { cleanup } from "./fixture.js";
 import { WebhookReceiver } from "./webhook-receiver.js";
 

@@ -13,8 +13,12 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ApiError, type ErrorKind } from "../src/domain/errors.js";
-import { environmentPath, environmentRoot, hostPathsOf } from "../src/workspace/environment-paths.js";
+import { ApiError, type ErrorKind } from "../src/kernel/errors.js";
+import {
+  environmentPath,
+  environmentRoot,
+  hostPathsOf,
+} from "../src/platform/workspace/environment-paths.js";
 import {
   contentTypeFor,
   decodeArtifactId,
@@ -25,7 +29,7 @@ import {
   resolveInWorkspace,
   statArtifact,
   writeUpload,
-} from "../src/workspace/index.js";
+} from "../src/platform/workspace/index.js";
 
 const DENIED = "Access denied: path outside workspace";
 const ESCAPES = "Path escapes base directory";
