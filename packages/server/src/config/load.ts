@@ -2,7 +2,7 @@ import { isIPv4 } from "node:net";
 import { isAbsolute, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type { SandboxMode } from "@codex-agent-api/codex";
-import { DEFAULT_EXCLUDES, DEFAULT_MAX_FILE_BYTES } from "../model/checkpoints.js";
+import { DEFAULT_EXCLUDES, DEFAULT_MAX_FILE_BYTES } from "./checkpoint-defaults.js";
 
 /** Everything the service needs to run, from flags and environment. */
 export interface Config {

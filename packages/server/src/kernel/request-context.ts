@@ -5,7 +5,12 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { SpanContext } from "@opentelemetry/api";
-import type { Dialect } from "../http/dialect.js";
+
+/**
+ * Which wire format a request speaks: the official SDKs always send `OpenAI-Beta: agents=v1`. "template" is the
+ * legacy dialect's wire name (metrics labels, `/openapi.json?dialect=template`).
+ */
+export type Dialect = "openai" | "template";
 
 export interface RequestContext {
   dialect: Dialect;

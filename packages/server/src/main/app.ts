@@ -1,8 +1,6 @@
 /** The HTTP app: trust boundaries, auth, error shapes, and one plugin per wire dialect. */
 import Fastify, { type FastifyBaseLogger } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { templatePlugin } from "../dialects/legacy/index.js";
-import { openaiPlugin } from "../dialects/openai/index.js";
 import { traceRoutes } from "../dialects/openai/traces.js";
 import { Observability } from "../features/observability/index.js";
 import type { App } from "../http/app-types.js";
@@ -21,6 +19,7 @@ import { installTrustBoundaries } from "../http/trust.js";
 import { validatorCompiler } from "../http/validate.js";
 import { badRequest, notImplemented } from "../kernel/errors.js";
 import type { Core } from "./compose.js";
+import { dialectPlugins } from "./dialects.js";
 
 /** Official endpoints this server does not provide yet: a clear error in the right shape, never a 404 page. */
 const UNIMPLEMENTED = [
@@ -95,8 +94,7 @@ export function buildApp(core: Core, observability = new Observability(core)): A
     consoleRoutes(ops);
     traceRoutes(ops, core, observability);
   });
-  app.register(openaiPlugin(core));
-  app.register(templatePlugin(core));
+  for (const plugin of dialectPlugins(core)) app.register(plugin);
   app.register(async (rest: App) => {
     for (const url of UNIMPLEMENTED) {
       rest.route({

@@ -1,31 +1,14 @@
-import type { WorkspaceGitState } from "../platform/git-store/workspace-git.js";
+/**
+ * The shapes of workspace checkpoints (the shadow git store's records and options): what platform/git-store makes,
+ * features/checkpoints serves and the dialects render. The defaults are in config/checkpoint-defaults.ts.
+ */
 
-/** Directories left out of every checkpoint unless `exclude` says otherwise (gitignore syntax). */
-export const DEFAULT_EXCLUDES: readonly string[] = [
-  "node_modules/",
-  ".venv/",
-  "venv/",
-  "__pycache__/",
-  ".mypy_cache/",
-  ".pytest_cache/",
-  ".ruff_cache/",
-  ".tox/",
-  ".nox/",
-  "dist/",
-  "build/",
-  "target/",
-  ".next/",
-  ".nuxt/",
-  ".svelte-kit/",
-  ".turbo/",
-  ".parcel-cache/",
-  ".cache/",
-  ".gradle/",
-  ".terraform/",
-  "coverage/",
-];
-
-export const DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024;
+export interface WorkspaceGitState {
+  /** The commit the workspace repository's HEAD points at; null on an unborn branch or when unreadable. */
+  head: string | null;
+  /** The checked-out branch (without refs/heads/); null when HEAD is detached. */
+  branch: string | null;
+}
 
 export interface CheckpointOptions {
   /** Files larger than this are left out (and listed in `skipped`). Default 10 MiB. */

@@ -1,7 +1,5 @@
-import { dialectPlugin } from "../../http/app-types.js";
+import { type App, dialectPlugin } from "../../http/app-types.js";
 import type { Core } from "../../main/compose.js";
-import { artifactListRoutes } from "../openai/artifacts.js";
-import { turnRoutes } from "../openai/history.js";
 import { checkpointRoutes } from "../shared/checkpoints.js";
 import { goalRoutes } from "../shared/goal.js";
 import { agentRoutes } from "./agents.js";
@@ -9,16 +7,16 @@ import { artifactRoutes } from "./artifacts.js";
 import { sessionRoutes } from "./sessions.js";
 
 /**
- * The original service's wire format (the seed e2e contract), for requests without `OpenAI-Beta: agents=v1`.
- * Routes the template never had (turns, artifact lists and contents) answer in the official format.
+ * The original service's wire format (the seed e2e contract), for requests without `OpenAI-Beta: agents=v1` (wire
+ * name "template"). Routes the template never had (turns, artifact lists and contents) answer in the official
+ * format: `borrowed` registers them (main/dialects.ts says which), so this dialect imports nothing of the other.
  */
-export const templatePlugin = (core: Core) =>
+export const legacyPlugin = (core: Core, borrowed: (app: App) => void) =>
   dialectPlugin("template", (app) => {
     agentRoutes(app, core);
     sessionRoutes(app, core);
     artifactRoutes(app, core);
     goalRoutes(app, core);
-    turnRoutes(app, core);
-    artifactListRoutes(app, core);
+    borrowed(app);
     checkpointRoutes(app, core, "template");
   });

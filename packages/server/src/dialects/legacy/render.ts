@@ -5,7 +5,6 @@
 
 import { settingsOf } from "../../domain/settings.js";
 import { publicTools } from "../../domain/tools.js";
-import type { EndReason } from "../../platform/stream/clients.js";
 import type {
   AgentRecord,
   EventRecord,
@@ -13,7 +12,8 @@ import type {
   RequiredAction,
   SessionRecord,
   Usage,
-} from "../../store/types.js";
+} from "../../model/records.js";
+import type { EndReason } from "../../platform/stream/clients.js";
 import { checkpointEventObject } from "../shared/render/checkpoint.js";
 import { goalObject } from "../shared/render/goal.js";
 import { toExecItem } from "./render/exec-items.js";

@@ -13,7 +13,7 @@ import { type Frame, parseCursor, streamLog } from "../../http/sse.js";
 import { Metadata, parse, SessionParams } from "../../http/validate.js";
 import { badRequest, conflict } from "../../kernel/errors.js";
 import type { Core } from "../../main/compose.js";
-import type { EventRecord, ItemRecord, SessionRecord } from "../../store/types.js";
+import type { EventRecord, ItemRecord, SessionRecord } from "../../model/records.js";
 import { approvalSetting } from "./agents.js";
 import { allPages } from "./all-pages.js";
 import * as template from "./render.js";

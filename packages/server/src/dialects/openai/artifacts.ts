@@ -4,6 +4,7 @@ import { z } from "zod";
 import type { App } from "../../http/app-types.js";
 import { ArtifactParams, ListQuery, SessionParams } from "../../http/validate.js";
 import type { Core } from "../../main/compose.js";
+import type { SessionRecord } from "../../model/records.js";
 import { environmentPath, environmentRoot } from "../../platform/workspace/environment-paths.js";
 import {
   type ArtifactInfo,
@@ -14,7 +15,7 @@ import {
   readArtifact,
   statArtifact,
 } from "../../platform/workspace/index.js";
-import type { SessionRecord, Store } from "../../store/types.js";
+import type { Store } from "../../store/types.js";
 import * as openai from "./render.js";
 
 /** The `turn_id` of a file no turn published. */

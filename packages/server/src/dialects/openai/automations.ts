@@ -19,7 +19,7 @@ import { idempotent } from "../../http/idempotency.js";
 import { ListQuery, Metadata, UnixSeconds } from "../../http/validate.js";
 import { badRequest } from "../../kernel/errors.js";
 import type { Core } from "../../main/compose.js";
-import type { AutomationRecord, AutomationTarget, InvocationRecord } from "../../store/types.js";
+import type { AutomationRecord, AutomationTarget, InvocationRecord } from "../../model/records.js";
 import { Settings, Tools } from "./agents.js";
 import * as openai from "./render.js";
 

@@ -14,8 +14,8 @@ import { idempotent } from "../../http/idempotency.js";
 import { ListQuery } from "../../http/validate.js";
 import { badRequest } from "../../kernel/errors.js";
 import type { Core } from "../../main/compose.js";
+import type { SessionRecord } from "../../model/records.js";
 import type { Scope } from "../../model/scope.js";
-import type { SessionRecord } from "../../store/types.js";
 import { environmentFileObject, environmentInfoObject, templateObject } from "./render/environments.js";
 import * as openai from "./render.js";
 

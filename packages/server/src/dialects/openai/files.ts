@@ -17,7 +17,7 @@ import type { App } from "../../http/app-types.js";
 import { idempotent } from "../../http/idempotency.js";
 import { ApiError, badRequest, notFound, payloadTooLarge } from "../../kernel/errors.js";
 import type { Core } from "../../main/compose.js";
-import type { FilePurpose } from "../../store/types.js";
+import type { FilePurpose } from "../../model/records.js";
 import { contentDisposition, fileDeletedObject, fileObject } from "./render/files.js";
 import * as openai from "./render.js";
 

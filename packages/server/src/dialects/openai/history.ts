@@ -5,7 +5,8 @@ import type { App } from "../../http/app-types.js";
 import { ListQuery, SessionParams, TurnParams } from "../../http/validate.js";
 import { notFound } from "../../kernel/errors.js";
 import type { Core } from "../../main/compose.js";
-import type { ItemListOptions, SessionRecord, Store } from "../../store/types.js";
+import type { SessionRecord } from "../../model/records.js";
+import type { ItemListOptions, Store } from "../../store/types.js";
 import { PageCache, RenderedItems } from "./render/openai-items.js";
 import * as openai from "./render.js";
 

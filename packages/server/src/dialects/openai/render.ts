@@ -25,15 +25,12 @@ import type { Turn } from "openai/resources/beta/agents/sessions/turns/turns";
 import { settingsOf } from "../../domain/settings.js";
 import { redacted, toolsOf } from "../../domain/tools.js";
 import { subagentIdOf } from "../../domain/turns/subagents.js";
-import type { EndReason } from "../../platform/stream/clients.js";
-import { environmentRoot } from "../../platform/workspace/environment-paths.js";
 import type {
   AgentRecord,
   EnvironmentConfig,
   EventRecord,
   ItemRecord,
   ItemState,
-  Page,
   RequiredAction,
   SessionRecord,
   StoredItem,
@@ -41,7 +38,10 @@ import type {
   TurnRecord,
   TurnStatus,
   Usage,
-} from "../../store/types.js";
+} from "../../model/records.js";
+import type { EndReason } from "../../platform/stream/clients.js";
+import { environmentRoot } from "../../platform/workspace/environment-paths.js";
+import type { Page } from "../../store/types.js";
 import { checkpointEventObject } from "../shared/render/checkpoint.js";
 import { goalObject } from "../shared/render/goal.js";
 import { toolResultOutput } from "../shared/render/tool-output.js";

@@ -12,7 +12,7 @@ import { type Cursor, type Frame, parseCursor, streamLog } from "../../http/sse.
 import { ListQuery, Metadata, SessionParams } from "../../http/validate.js";
 import { badRequest, conflict } from "../../kernel/errors.js";
 import type { Core } from "../../main/compose.js";
-import type { EventRecord, SessionRecord } from "../../store/types.js";
+import type { EventRecord, SessionRecord } from "../../model/records.js";
 import { Settings, settingsPatch, Tools } from "./agents.js";
 import { sessionEnvironment } from "./environments.js";
 import * as openai from "./render.js";

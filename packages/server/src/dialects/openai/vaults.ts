@@ -7,7 +7,7 @@ import { z } from "zod";
 import type { App } from "../../http/app-types.js";
 import { ListQuery, Metadata } from "../../http/validate.js";
 import type { Core } from "../../main/compose.js";
-import type { VaultStatus } from "../../store/types.js";
+import type { VaultStatus } from "../../model/records.js";
 import { credentialObject, vaultObject } from "./render/environments.js";
 import * as openai from "./render.js";
 

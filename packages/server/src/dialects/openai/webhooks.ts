@@ -14,8 +14,8 @@ import { z } from "zod";
 import type { App } from "../../http/app-types.js";
 import { ListQuery } from "../../http/validate.js";
 import type { Core } from "../../main/compose.js";
+import type { WebhookDeliveryRecord, WebhookEndpointRecord } from "../../model/records.js";
 import { WEBHOOK_EVENT_TYPES } from "../../store/outbox.js";
-import type { WebhookDeliveryRecord, WebhookEndpointRecord } from "../../store/types.js";
 import * as openai from "./render.js";
 
 const secs = (t: number) => Math.floor(t);

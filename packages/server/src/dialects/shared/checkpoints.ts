@@ -14,7 +14,7 @@ import { ListQuery, SessionParams, TurnParams } from "../../http/validate.js";
 import { badRequest } from "../../kernel/errors.js";
 import type { Core } from "../../main/compose.js";
 import type { CheckpointInfo } from "../../model/checkpoints.js";
-import type { SessionRecord } from "../../store/types.js";
+import type { SessionRecord } from "../../model/records.js";
 import * as template from "../legacy/render.js";
 import * as openai from "../openai/render.js";
 import { checkpointObject, diffObject, restoreObject } from "./render/checkpoint.js";

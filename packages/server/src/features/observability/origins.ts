@@ -4,8 +4,7 @@
  * started it; forgotten when the turn ends.
  */
 import type { SpanContext } from "@opentelemetry/api";
-import type { Dialect } from "../../http/dialect.js";
-import { currentRequest } from "../../kernel/request-context.js";
+import { currentRequest, type Dialect } from "../../kernel/request-context.js";
 
 /** `unknown`: the turn was not started by a request of this process (recovery, another instance's turn). */
 export type TurnDialect = Dialect | "unknown";

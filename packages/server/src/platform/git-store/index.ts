@@ -69,23 +69,22 @@
  * missing; ScanError when the tree never settled; GitError for anything else git refused.
  */
 
-export {
-  type CheckpointDiff,
-  type CheckpointInfo,
-  type CheckpointOptions,
-  DEFAULT_EXCLUDES,
-  DEFAULT_MAX_FILE_BYTES,
-  type FileChange,
-  type FileStatus,
-  type RecordOptions,
-  type RecordResult,
-  type RestoreChange,
-  type RestoreOptions,
-  type RestoreResult,
-  type SkippedFile,
-  type SkipReason,
+export { DEFAULT_EXCLUDES, DEFAULT_MAX_FILE_BYTES } from "../../config/checkpoint-defaults.js";
+export type {
+  CheckpointDiff,
+  CheckpointInfo,
+  CheckpointOptions,
+  FileChange,
+  FileStatus,
+  RecordOptions,
+  RecordResult,
+  RestoreChange,
+  RestoreOptions,
+  RestoreResult,
+  SkippedFile,
+  SkipReason,
+  WorkspaceGitState,
 } from "../../model/checkpoints.js";
 export { GitError, GitNotFoundError } from "./git.js";
 export { ScanError } from "./scan.js";
 export { diskUsageOf, ShadowRepo } from "./shadow-repo.js";
-export type { WorkspaceGitState } from "./workspace-git.js";

@@ -1,26 +1,26 @@
 import type { Dirent } from "node:fs";
 import { lstat, mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { DEFAULT_EXCLUDES, DEFAULT_MAX_FILE_BYTES } from "../../config/checkpoint-defaults.js";
 import { badRequest, conflict, notFound } from "../../kernel/errors.js";
 import { AsyncLock } from "../../kernel/lock.js";
-import {
-  type CheckpointDiff,
-  type CheckpointInfo,
-  type CheckpointOptions,
-  DEFAULT_EXCLUDES,
-  DEFAULT_MAX_FILE_BYTES,
-  type FileChange,
-  type FileStatus,
-  type RecordOptions,
-  type RecordResult,
-  type RestoreChange,
-  type RestoreOptions,
-  type RestoreResult,
-  type SkippedFile,
+import type {
+  CheckpointDiff,
+  CheckpointInfo,
+  CheckpointOptions,
+  FileChange,
+  FileStatus,
+  RecordOptions,
+  RecordResult,
+  RestoreChange,
+  RestoreOptions,
+  RestoreResult,
+  SkippedFile,
+  WorkspaceGitState,
 } from "../../model/checkpoints.js";
 import { Git, GitError, runGit, splitNul } from "./git.js";
 import { scanIntoIndex, snapshotTree, type TreeSnapshot, unchangedSince } from "./scan.js";
-import { readWorkspaceGit, type WorkspaceGitState } from "./workspace-git.js";
+import { readWorkspaceGit } from "./workspace-git.js";
 
 const HEAD_REF = "refs/checkpoint-head";
 const REF_PREFIX = "refs/checkpoints/";

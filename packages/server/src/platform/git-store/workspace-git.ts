@@ -1,12 +1,6 @@
 import { lstat, readFile } from "node:fs/promises";
 import { isAbsolute, join, resolve } from "node:path";
-
-export interface WorkspaceGitState {
-  /** The commit the workspace repository's HEAD points at; null on an unborn branch or when unreadable. */
-  head: string | null;
-  /** The checked-out branch (without refs/heads/); null when HEAD is detached. */
-  branch: string | null;
-}
+import type { WorkspaceGitState } from "../../model/checkpoints.js";
 
 const SHA = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
 

@@ -2,7 +2,7 @@
  * Engine ThreadItems rendered the way `codex exec --json` reports items (the template dialect passes these
  * through: `{id, type:"agent_message", text}`, `command_execution`, `file_change`, …).
  */
-import type { StoredItem } from "../../../store/types.js";
+import type { StoredItem } from "../../../model/records.js";
 import { toolResultOutput } from "../../shared/render/tool-output.js";
 
 function snake(type: string): string {

@@ -16,7 +16,7 @@ import type {
   EnvironmentTemplateRecord,
   VaultCredentialRecord,
   VaultRecord,
-} from "../../../store/types.js";
+} from "../../../model/records.js";
 
 const secs = (t: number) => Math.floor(t);
 

@@ -1,6 +1,6 @@
 /** The official `file` object of the Files API (`openai/resources/files`), as the API sends it. */
 import type { FileDeleted, FileObject } from "openai/resources/files";
-import type { FileRecord } from "../../../store/types.js";
+import type { FileRecord } from "../../../model/records.js";
 
 /** `expires_at` and `status_details` are always sent (null when there is none), as the official API does. */
 export type FileObjectWire = Omit<FileObject, "expires_at" | "status_details"> & {

@@ -1,4 +1,4 @@
-import type { ItemRecord } from "../../../store/types.js";
+import type { ItemRecord } from "../../../model/records.js";
 import { itemObject } from "../render.js";
 
 /**

@@ -4,7 +4,7 @@
 import type { DiffResult, RestoreOutcome } from "../../../features/checkpoints/service.js";
 import { kindOf, publicId, publicIdOrNull } from "../../../features/checkpoints/view.js";
 import type { CheckpointInfo, FileChange } from "../../../model/checkpoints.js";
-import type { CheckpointSummary } from "../../../store/types.js";
+import type { CheckpointSummary } from "../../../model/records.js";
 
 export function checkpointObject(c: CheckpointInfo) {
   const m = c.meta;

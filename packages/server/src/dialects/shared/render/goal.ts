@@ -1,4 +1,4 @@
-import type { GoalRecord } from "../../../store/types.js";
+import type { GoalRecord } from "../../../model/records.js";
 
 /** The goal as both dialects show it (`now` counts the run in progress). */
 export function goalObject(g: GoalRecord, now: number) {

@@ -2,7 +2,7 @@
  * A client's function-call result as both dialects show it: one text part is the output string, several parts
  * (or an image) are a content array; a failed call has its text as `error` and no output.
  */
-import type { ClientToolResultItem } from "../../../store/types.js";
+import type { ClientToolResultItem } from "../../../model/records.js";
 
 export type ToolOutputContent =
   | { type: "input_text"; text: string }
