@@ -18,7 +18,7 @@ let f: ServerFixture;
 let client: OpenAI;
 
 beforeAll(async () => {
-  // The tests' MCP servers listen on 127.0.0.1: private targets allowed (outbound-targets.test.ts: refused otherwise).
+  // The tests' MCP servers listen on 127.0.0.1: private targets allowed (platform/net/outbound-targets.test.ts: refused otherwise).
   f = await startServer({ args: ["--allow-private-targets"] });
   client = sdk(f);
 });

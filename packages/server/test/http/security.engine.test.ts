@@ -420,7 +420,7 @@ describe("workspace confinement, validation and bad input", () => {
       expect(res.body.type).toBe("ValueError");
       expect(res.body.error).toMatch(/^Invalid JSON: \S/);
     }
-    // JSON with a JSON content type only (trust.test.ts covers the rest).
+    // JSON with a JSON content type only (trust.engine.test.ts covers the rest).
     const form = await s.request("POST", "/v1/agents", "a=b", {
       "content-type": "application/x-www-form-urlencoded",
     });

@@ -1,5 +1,5 @@
 // Times clients give are whole Unix seconds in range, at the edge and below it: a one-time automation's run_at
-// (the API, both stores' guard in store-contract.ts, the agent's own automations tool), an OAuth token endpoint's
+// (the API, both stores' guard in store/contract.ts, the agent's own automations tool), an OAuth token endpoint's
 // expires_in, and the service clock's timers for caps longer than setTimeout can wait (a goal's max duration).
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { refreshAccessToken } from "../../src/domain/vaults/oauth.js";

@@ -1,5 +1,5 @@
 /**
- * The store contract: one asynchronous suite every Store implementation must pass (SQLite in store.test.ts; a
+ * The store contract: one asynchronous suite every Store implementation must pass (SQLite in sqlite.test.ts; a
  * PostgreSQL store runs the same suite). Fixtures are exported for implementation-specific tests.
  */
 import type { ThreadItem } from "@codex-agent-api/codex";
@@ -1332,7 +1332,7 @@ export function storeContract(
       });
 
       // How an outside write is ordered against an open transaction is the implementation's (SQLite queues it
-      // behind the transaction: store.test.ts); what every store guarantees is that it is not part of it.
+      // behind the transaction: sqlite.test.ts); what every store guarantees is that it is not part of it.
       for (const outcome of ["commits", "rolls back"] as const) {
         it(`a write issued outside while a transaction spans awaits is not part of it (the transaction ${outcome})`, async () => {
           let release!: () => void;

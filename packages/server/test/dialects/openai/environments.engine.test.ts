@@ -498,7 +498,7 @@ describe("what this server does not do is refused, never ignored", () => {
   };
 
   it("system packages, skills, plugins, a desktop, paths outside /workspace, unknown uploads", async () => {
-    // Files API references are taken (files.test.ts): one that names no upload of the project is 404.
+    // Files API references are taken (files.engine.test.ts): one that names no upload of the project is 404.
     const fileId = await refused(
       { type: "openai_hosted", files: [{ type: "file_id", file_id: "file-1", path: "/workspace/a" }] },
       404,

@@ -160,7 +160,7 @@ describe("client mistakes and unimplemented endpoints", () => {
 
   it("unimplemented endpoints answer 501 'not implemented' in the official shape, without retries", async () => {
     const { client: retrying, requests } = countingSdk(f);
-    // Every method of the SDK is served (the Files API too: files.test.ts); what is left are official paths this
+    // Every method of the SDK is served (the Files API too: files.engine.test.ts); what is left are official paths this
     // server has no operation for, asked through the SDK's own request methods.
     const calls: Array<[string, () => Promise<unknown>]> = [
       ["DELETE an environment", () => retrying.delete("/agents/environments/env_1", { headers: BETA })],

@@ -46,7 +46,7 @@ async function startLogged(
     },
   });
   // The tests' MCP servers and token endpoints listen on 127.0.0.1: private targets allowed (refused otherwise:
-  // outbound-targets.test.ts).
+  // platform/net/outbound-targets.engine.test.ts).
   const config = loadConfig(
     ["--mock-model", "--port", "0", "--data-dir", dataDir, "--allow-private-targets", ...(opts.args ?? [])],
     { ...opts.env },
