@@ -11,6 +11,12 @@ function ramDiskFree(dir: string): number {
   return fs.type === 0x01021994 ? fs.bavail * fs.bsize : 0;
 }
 
+// Three projects, told apart by the test file's name (README "Tests"):
+//   unit      *.test.ts           in-process only: no child process (scripts/unit-guard.ts refuses them), no engine,
+//                                 no PostgreSQL; imports the sources, so it needs no build.
+//   engine    *.engine.test.ts    starts processes: the real engine against the mock model, the CLI, git.
+//   external  *.external.test.ts  needs what is outside the repository: PostgreSQL, Python, Chromium.
+const TESTS = "packages/*/test/**/";
 export default defineConfig({
   resolve: {
     alias: {
@@ -21,17 +27,45 @@ export default defineConfig({
     },
   },
   test: {
-    include: ["packages/*/test/**/*.test.ts"],
-    globalSetup: ["./scripts/build-before-tests.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    // Test files share a worker process (and its loaded modules) instead of a fresh one each: no suite here relies
-    // on module state of its own (the server is built per fixture). Three workers on two cores: much of a test's
-    // time is spent waiting on engine and model processes.
-    pool: "forks",
+    // Test files share a worker (and its loaded modules) instead of a fresh one each: no suite here relies on module
+    // state of its own (the server is built per fixture). Three workers on two cores for the whole run, whichever
+    // project they serve: much of an engine test's time is spent waiting on engine and model processes.
     isolate: false,
     maxWorkers: 3,
     // Scratch data (data dirs, workspaces, engine homes) on a RAM disk where the machine has a roomy one.
     ...(ramDiskFree("/dev/shm") >= 2 ** 30 ? { env: { TMPDIR: "/dev/shm" } } : {}),
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "unit",
+          include: [`${TESTS}*.test.ts`],
+          exclude: ["**/node_modules/**", "**/*.engine.test.ts", "**/*.external.test.ts"],
+          pool: "threads",
+          setupFiles: ["./scripts/unit-guard.ts"],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "engine",
+          include: [`${TESTS}*.engine.test.ts`],
+          pool: "forks",
+          // Builds every package first (tests run packages/server/dist/cli.js and the testkit's built MCP server).
+          globalSetup: ["./scripts/build-before-tests.ts"],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "external",
+          include: [`${TESTS}*.external.test.ts`],
+          pool: "forks",
+          globalSetup: ["./scripts/build-before-tests.ts"],
+        },
+      },
+    ],
   },
 });

@@ -1,7 +1,7 @@
 // The address classifier (`@codex-agent-api/egress/addresses`): the same verdicts, in the same words, as the
 // server's outbound guard (its tables, copied), plus the structured form, normalisation and CIDR lists.
 import { describe, expect, it } from "vitest";
-import { nonPublic as guardNonPublic } from "../../server/src/net/outbound-guard.js";
+import { nonPublic as guardNonPublic } from "../../server/src/platform/net/outbound-guard.js";
 import {
   classifyAddress,
   inCidrs,

@@ -1,8 +1,8 @@
+import type { Clock } from "../kernel/clock.js";
+import { notFound } from "../kernel/errors.js";
+import type { Scope } from "../model/scope.js";
 import type { AgentRecord, ListOptions, Page, Store } from "../store/types.js";
-import type { Clock } from "../util/clock.js";
-import { notFound } from "./errors.js";
 import { newId } from "./ids.js";
-import type { Scope } from "./scope.js";
 import { DEFAULT_SETTINGS, mergeSettings, type SettingsPatch, settingsOf } from "./settings.js";
 
 /** Saved agent configuration fields (already validated by the wire layer). */

@@ -1,5 +1,5 @@
 import type { InputItem } from "@codex-agent-api/codex";
-import { badRequest } from "./errors.js";
+import { badRequest } from "../kernel/errors.js";
 
 /** A turn's user input after parsing (both dialects produce this). */
 export interface TurnInput {

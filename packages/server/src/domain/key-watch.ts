@@ -12,9 +12,9 @@
  * stream's registration would otherwise be missed). Nothing runs while no stream opened with a key is open.
  */
 import type { Logger } from "pino";
+import type { Clock, Timer } from "../kernel/clock.js";
+import type { StreamClients } from "../platform/stream/clients.js";
 import type { Store } from "../store/types.js";
-import type { StreamClients } from "../stream/clients.js";
-import type { Clock, Timer } from "../util/clock.js";
 
 export interface KeyWatchOptions {
   store: Store;

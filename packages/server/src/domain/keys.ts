@@ -4,10 +4,10 @@
  * time. The full key is shown once, when it is created.
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import type { Clock } from "../kernel/clock.js";
+import { badRequest, notFound } from "../kernel/errors.js";
+import type { Scope } from "../model/scope.js";
 import type { KeyRecord, Store } from "../store/types.js";
-import type { Clock } from "../util/clock.js";
-import { badRequest, notFound } from "./errors.js";
-import type { Scope } from "./scope.js";
 
 const KEY = /^cas_([0-9a-f]{24})_([0-9a-f]{64})$/;
 const PROJECT = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;

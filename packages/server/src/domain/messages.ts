@@ -3,8 +3,9 @@
  * a turn runs it steers that turn or is refused, as the caller asks. A goal message starts a goal turn. Answers to
  * what a running turn waits for (tool results, approvals) go to that turn.
  */
+
+import { conflict, notFound } from "../kernel/errors.js";
 import type { SessionRecord, Store, TurnRecord } from "../store/types.js";
-import { conflict, notFound } from "./errors.js";
 import type { GoalCaps } from "./goals/book.js";
 import type { GoalService } from "./goals/service.js";
 import { isTurnId } from "./ids.js";

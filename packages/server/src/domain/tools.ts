@@ -2,11 +2,12 @@
  * The tools an agent or session declares, in both dialects: client-executed function tools, MCP servers, web
  * search and the agent's own automations. Parsed once, strictly (a tool the engine would shadow, reject or could not honour is a 400 naming it),
  * stored normalised, and never shown with their secrets (MCP authorization, header and env values). An HTTP MCP
- * server's URL must be one the outbound guard allows (net/outbound-guard.ts: as written and resolved now; the
+ * server's URL must be one the outbound guard allows (platform/net/outbound-guard.ts: as written and resolved now; the
  * engine connects to it, so a session's MCP servers are checked again when each turn starts).
  */
-import { type OutboundGuard, TargetRefused } from "../net/outbound-guard.js";
-import { badRequest } from "./errors.js";
+
+import { badRequest } from "../kernel/errors.js";
+import { type OutboundGuard, TargetRefused } from "../platform/net/outbound-guard.js";
 
 export interface FunctionTool {
   type: "function";

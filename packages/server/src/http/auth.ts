@@ -7,9 +7,9 @@
  */
 import { timingSafeEqual } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { Core } from "../core.js";
-import { unauthorized } from "../domain/errors.js";
-import { DEFAULT_PROJECT, type Scope } from "../domain/scope.js";
+import { unauthorized } from "../kernel/errors.js";
+import type { Core } from "../main/compose.js";
+import { DEFAULT_PROJECT, type Scope } from "../model/scope.js";
 
 declare module "fastify" {
   interface FastifyRequest {

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from "fastify";
+import type { Dialect } from "../kernel/request-context.js";
 
-/** Which wire format a request speaks: the official SDKs always send `OpenAI-Beta: agents=v1`. */
-export type Dialect = "openai" | "template";
+export type { Dialect };
 
 declare module "fastify" {
   interface FastifyContextConfig {

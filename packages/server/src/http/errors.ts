@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { ApiError, type ErrorKind, notFound } from "../domain/errors.js";
+import { ApiError, type ErrorKind, notFound } from "../kernel/errors.js";
 import { dialectOf } from "./dialect.js";
 
 const STATUS: Record<ErrorKind, number> = {

@@ -7,9 +7,9 @@
  */
 import { createHash } from "node:crypto";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { conflict } from "../domain/errors.js";
+import type { Clock } from "../kernel/clock.js";
+import { conflict } from "../kernel/errors.js";
 import type { Store } from "../store/types.js";
-import type { Clock } from "../util/clock.js";
 
 export const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
 

@@ -1,4 +1,4 @@
-import { badRequest } from "../domain/errors.js";
+import { badRequest } from "../kernel/errors.js";
 
 /**
  * How deep a request body may nest (`{"a":{"a":…}}`, `[[…]]`): far beyond any real body (a function tool's JSON

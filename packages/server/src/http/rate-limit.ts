@@ -3,7 +3,7 @@
  * the dialect's error shape. Counted after authentication, so a key's budget is its own.
  */
 import rateLimit from "@fastify/rate-limit";
-import { ApiError } from "../domain/errors.js";
+import { ApiError } from "../kernel/errors.js";
 import type { App } from "./app-types.js";
 
 export function installRateLimit(app: App, perMinute: number): void {

@@ -1,8 +1,8 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { badRequest } from "../domain/errors.js";
+import { badRequest } from "../kernel/errors.js";
+import type { EndReason, StreamClients } from "../platform/stream/clients.js";
+import type { EventHub } from "../platform/stream/hub.js";
 import type { EventRecord } from "../store/types.js";
-import type { EndReason, StreamClients } from "../stream/clients.js";
-import type { EventHub } from "../stream/hub.js";
 
 export interface Frame {
   event?: string;

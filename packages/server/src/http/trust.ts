@@ -14,7 +14,7 @@
  * Requests without `Origin` (curl, the SDKs, other services) are not affected by the origin rule.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { ApiError, forbidden } from "../domain/errors.js";
+import { ApiError, forbidden } from "../kernel/errors.js";
 
 declare module "fastify" {
   interface FastifyContextConfig {

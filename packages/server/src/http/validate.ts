@@ -4,8 +4,8 @@
  */
 import type { FastifySchemaCompiler } from "fastify";
 import { z } from "zod";
-import { badRequest } from "../domain/errors.js";
-import { MAX_UNIX_SECONDS, MAX_UNIX_SECONDS_ISO } from "../util/unix-seconds.js";
+import { badRequest } from "../kernel/errors.js";
+import { MAX_UNIX_SECONDS, MAX_UNIX_SECONDS_ISO } from "../kernel/unix-seconds.js";
 
 type Issue = z.core.$ZodIssue;
 
@@ -75,7 +75,7 @@ export const Metadata = z
     message: "at most 16 metadata pairs",
   });
 
-/** A time a client gives, in Unix seconds: whole seconds, up to the end of year 9999 (util/unix-seconds.ts). */
+/** A time a client gives, in Unix seconds: whole seconds, up to the end of year 9999 (kernel/unix-seconds.ts). */
 const UNIX_SECONDS = {
   error: `expected a Unix timestamp in whole seconds, from 0 to ${MAX_UNIX_SECONDS} (${MAX_UNIX_SECONDS_ISO})`,
 };

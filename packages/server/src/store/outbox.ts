@@ -5,7 +5,7 @@
  * when its log event does (same transaction): one delivery row per subscribed endpoint of the session's project.
  */
 import { randomBytes } from "node:crypto";
-import type { NewEvent, OutboxEvent, SessionRecord } from "./records.js";
+import type { NewEvent, OutboxEvent, SessionRecord } from "../model/records.js";
 
 /** The webhook event types this server sends (sessions' status, environments' lifecycle). */
 export const WEBHOOK_EVENT_TYPES = [

@@ -29,10 +29,10 @@ import type {
   WebhookDeliveryRecord,
   WebhookDeliveryStatus,
   WebhookEndpointRecord,
-} from "./records.js";
+} from "../model/records.js";
 
+export type * from "../model/records.js";
 export { FencedError } from "./fenced.js";
-export type * from "./records.js";
 
 export interface Page<T> {
   data: T[];
@@ -177,7 +177,7 @@ export interface Queries {
   /**
    * Copies the items of these turns of one session (its own turns, not its subagents'; with `through_ordinal`, only
    * those at or before it), in their order, after the other session's items, and those turns (unless it has them),
-   * as they are; no event is logged. Returns how many items were copied (a fork's history: checkpoints/service.ts).
+   * as they are; no event is logged. Returns how many items were copied (a fork's history: features/checkpoints/service.ts).
    */
   copyHistory(fromSessionId: string, toSessionId: string, opts: HistoryCopy): Promise<number>;
 

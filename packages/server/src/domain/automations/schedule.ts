@@ -4,8 +4,8 @@
  * the first valid instant after it, and one in the repeated hour fires once (croner's behaviour, tested).
  */
 import { Cron } from "croner";
+import { badRequest } from "../../kernel/errors.js";
 import type { AutomationRecord } from "../../store/types.js";
-import { badRequest } from "../errors.js";
 
 /** Whether the runtime knows the IANA timezone. */
 function knownTimezone(tz: string): boolean {

@@ -4,7 +4,11 @@
  * due occurrences and the deliverer delivers invocations (scheduler.ts, deliverer.ts).
  */
 
-import type { OutboundGuard } from "../../net/outbound-guard.js";
+import type { Clock } from "../../kernel/clock.js";
+import { badRequest, conflict, notFound } from "../../kernel/errors.js";
+import { isUnixSeconds, MAX_UNIX_SECONDS, MAX_UNIX_SECONDS_ISO } from "../../kernel/unix-seconds.js";
+import type { Scope } from "../../model/scope.js";
+import type { OutboundGuard } from "../../platform/net/outbound-guard.js";
 import type {
   AutomationCreatedBy,
   AutomationPatch,
@@ -15,12 +19,8 @@ import type {
   Queries,
   Store,
 } from "../../store/types.js";
-import type { Clock } from "../../util/clock.js";
-import { isUnixSeconds, MAX_UNIX_SECONDS, MAX_UNIX_SECONDS_ISO } from "../../util/unix-seconds.js";
 import type { AgentService } from "../agents.js";
-import { badRequest, conflict, notFound } from "../errors.js";
-import type { Scope } from "../scope.js";
-import type { SessionService } from "../sessions.js";
+import type { SessionService } from "../sessions/service.js";
 import { newAutomationId, newInvocationId } from "./ids.js";
 import { checkSchedule, nextRunOf } from "./schedule.js";
 import { normalizeTarget, type TargetParam } from "./target.js";

@@ -3,13 +3,13 @@
  * into what the session services take when an invocation is delivered.
  */
 
-import type { OutboundGuard } from "../../net/outbound-guard.js";
+import { badRequest, unprocessable } from "../../kernel/errors.js";
+import type { Scope } from "../../model/scope.js";
+import type { OutboundGuard } from "../../platform/net/outbound-guard.js";
 import type { AutomationInputMessage, AutomationTarget } from "../../store/types.js";
 import type { AgentService } from "../agents.js";
-import { badRequest, unprocessable } from "../errors.js";
 import { hasContent, parseInput, type TurnInput } from "../input.js";
-import type { Scope } from "../scope.js";
-import type { SessionFields, SessionService } from "../sessions.js";
+import type { SessionFields, SessionService } from "../sessions/service.js";
 import type { SettingsPatch } from "../settings.js";
 import { parseTools } from "../tools.js";
 

@@ -16,11 +16,11 @@
  */
 import type { ThreadOptions } from "@codex-agent-api/codex";
 import type { Logger } from "pino";
-import { sessionOfThreadOptions } from "../../engine/thread-options.js";
-import type { Engines, Lease, LeaseOptions } from "../../engine/types.js";
-import { type OutboundGuard, TargetRefused } from "../../net/outbound-guard.js";
+import type { Engines, Lease, LeaseOptions } from "../../platform/engine/types.js";
+import { type OutboundGuard, TargetRefused } from "../../platform/net/outbound-guard.js";
 import type { EnvironmentRecord, SessionRecord } from "../../store/types.js";
-import { HookFailure } from "../hooks.js";
+import { HookFailure } from "../feature.js";
+import { sessionOfThreadOptions } from "../turns/thread-options.js";
 import type { VaultService } from "../vaults/service.js";
 import { normaliseServerUrl } from "../vaults/urls.js";
 import type { SecretRedactor } from "./redaction.js";

@@ -12,11 +12,11 @@ import { spawn } from "node:child_process";
 import { appendFileSync, existsSync, mkdirSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Logger } from "pino";
-import type { EnvironmentSettings } from "../../config.js";
-import { SETUP_PERMISSION_PROFILE } from "../../engine/codex-home.js";
-import type { Engines } from "../../engine/types.js";
+import type { EnvironmentSettings } from "../../config/load.js";
+import { SETUP_PERMISSION_PROFILE } from "../../platform/engine/codex-home.js";
+import type { Engines } from "../../platform/engine/types.js";
+import { writeUpload } from "../../platform/workspace/upload.js";
 import type { EnvironmentError } from "../../store/types.js";
-import { writeUpload } from "../../workspace/upload.js";
 import { ContentMissingError, copyContents } from "../files/storage.js";
 import type { EnvironmentSpec, FileSpec } from "./spec.js";
 

@@ -16,9 +16,22 @@
 import { rmSync, statSync } from "node:fs";
 import { basename, join, relative, resolve, sep } from "node:path";
 import type { Logger } from "pino";
-import type { Config } from "../../config.js";
-import { isolated } from "../../engine/codex-home.js";
-import type { EnvironmentThread } from "../../engine/thread-options.js";
+import type { Config } from "../../config/load.js";
+import type { Clock } from "../../kernel/clock.js";
+import { ApiError, badRequest, conflict, notFound } from "../../kernel/errors.js";
+import { InFlight } from "../../kernel/in-flight.js";
+import type { Scope } from "../../model/scope.js";
+import { isolated } from "../../platform/engine/codex-home.js";
+import type { EventHub } from "../../platform/stream/hub.js";
+import { type ArtifactInfo, listArtifacts } from "../../platform/workspace/artifacts.js";
+import { environmentPath } from "../../platform/workspace/environment-paths.js";
+import {
+  encodeArtifactId,
+  isInside,
+  realpathLoose,
+  resolveDetailed,
+} from "../../platform/workspace/paths.js";
+import { writeUpload } from "../../platform/workspace/upload.js";
 import type {
   EnvironmentError,
   EnvironmentRecord,
@@ -29,17 +42,9 @@ import type {
   SessionRecord,
   Store,
 } from "../../store/types.js";
-import type { EventHub } from "../../stream/hub.js";
-import type { Clock } from "../../util/clock.js";
-import { InFlight } from "../../util/in-flight.js";
-import { type ArtifactInfo, listArtifacts } from "../../workspace/artifacts.js";
-import { environmentPath } from "../../workspace/environment-paths.js";
-import { encodeArtifactId, isInside, realpathLoose, resolveDetailed } from "../../workspace/paths.js";
-import { writeUpload } from "../../workspace/upload.js";
-import { ApiError, badRequest, conflict, notFound } from "../errors.js";
 import type { FileService } from "../files/service.js";
 import { ContentMissingError, copyContents } from "../files/storage.js";
-import type { Scope } from "../scope.js";
+import type { EnvironmentThread } from "../turns/thread-options.js";
 import { type Keyring, newObjectId, sealedContext, type VaultService } from "../vaults/service.js";
 import { type Provisioner, type ProvisionResult, packageLayout } from "./provision.js";
 import { redactValues } from "./redaction.js";

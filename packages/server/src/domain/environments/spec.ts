@@ -8,6 +8,8 @@
  * cannot be broadened.
  */
 import { z } from "zod";
+import { ApiError, badRequest } from "../../kernel/errors.js";
+import { ENVIRONMENT_ROOT } from "../../platform/workspace/environment-paths.js";
 import type {
   EnvironmentConfig,
   EnvironmentNetwork,
@@ -15,8 +17,6 @@ import type {
   EnvironmentTemplateConfig,
   TemplateFileInfo,
 } from "../../store/types.js";
-import { ENVIRONMENT_ROOT } from "../../workspace/environment-paths.js";
-import { ApiError, badRequest } from "../errors.js";
 
 /** A 422 with a code naming what is not supported here. */
 export const unsupported = (message: string, param: string, code = "unsupported_environment_feature") =>

@@ -3,8 +3,9 @@
  * enum, an optional `expires_after {anchor: "created_at", seconds: 3600…2592000}` (files for `batch` expire after 30
  * days unless told otherwise), a file name without control characters.
  */
+
+import { badRequest } from "../../kernel/errors.js";
 import type { FilePurpose } from "../../store/types.js";
-import { badRequest } from "../errors.js";
 
 export const PURPOSES: readonly FilePurpose[] = [
   "assistants",

@@ -8,10 +8,10 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
+import type { Clock } from "../../kernel/clock.js";
+import { notFound } from "../../kernel/errors.js";
+import type { Scope } from "../../model/scope.js";
 import type { FilePurpose, FileRecord, ListOptions, Page, Store } from "../../store/types.js";
-import type { Clock } from "../../util/clock.js";
-import { notFound } from "../errors.js";
-import type { Scope } from "../scope.js";
 import { expiryOf } from "./params.js";
 import type { FileStorage, Received } from "./storage.js";
 

@@ -12,7 +12,7 @@ import { type FileHandle, mkdir, open, readdir, rename, rm, stat, unlink } from 
 import { join } from "node:path";
 import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { copyUpload } from "../../workspace/upload.js";
+import { copyUpload } from "../../platform/workspace/upload.js";
 
 /** What was received: the temporary file, its size and SHA-256 (hex). */
 export interface Received {
@@ -37,7 +37,7 @@ const ignoreMissing = (err: unknown) => {
 export class ContentMissingError extends Error {}
 
 /**
- * Copies a file's contents to `rel` inside a workspace `root` (confined and atomic, see workspace/upload.ts);
+ * Copies a file's contents to `rel` inside a workspace `root` (confined and atomic, see platform/workspace/upload.ts);
  * returns the size written. The copy is a snapshot: deleting the file later leaves it as it is.
  */
 export async function copyContents(content: string, root: string, rel: string): Promise<number> {

@@ -1,9 +1,9 @@
 import type { ThreadGoal } from "@codex-agent-api/codex";
-import type { GoalLimits } from "../../config.js";
+import type { GoalLimits } from "../../config/load.js";
+import type { Clock } from "../../kernel/clock.js";
+import { badRequest } from "../../kernel/errors.js";
+import type { EventHub } from "../../platform/stream/hub.js";
 import type { GoalReason, GoalRecord, GoalStatus, Store } from "../../store/types.js";
-import type { EventHub } from "../../stream/hub.js";
-import type { Clock } from "../../util/clock.js";
-import { badRequest } from "../errors.js";
 
 export interface GoalCaps {
   token_budget?: number;

@@ -13,8 +13,8 @@ import type {
   TurnOptions,
 } from "@codex-agent-api/codex";
 import type { Logger } from "pino";
+import type { Clock, Timer } from "../../kernel/clock.js";
 import type { GoalReason } from "../../store/types.js";
-import type { Clock, Timer } from "../../util/clock.js";
 import type { GoalBook } from "./book.js";
 
 export type GoalMode = "input" | "objective" | "resume";

@@ -4,10 +4,10 @@
  */
 import { goalObjective } from "@codex-agent-api/codex";
 import type { Logger } from "pino";
-import type { Engines } from "../../engine/types.js";
+import type { Clock } from "../../kernel/clock.js";
+import { badRequest, conflict, notFound } from "../../kernel/errors.js";
+import type { Engines } from "../../platform/engine/types.js";
 import type { GoalRecord, SessionRecord } from "../../store/types.js";
-import type { Clock } from "../../util/clock.js";
-import { badRequest, conflict, notFound } from "../errors.js";
 import type { TurnInput } from "../input.js";
 import type { TurnControl } from "../turns/control.js";
 import type { TurnRunner } from "../turns/runner.js";

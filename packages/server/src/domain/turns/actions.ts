@@ -7,6 +7,9 @@
  */
 import type { Protocol, ServerRequest } from "@codex-agent-api/codex";
 import { defaultServerRequestResponse } from "@codex-agent-api/codex";
+import { badRequest } from "../../kernel/errors.js";
+import type { EventHub, LogFn } from "../../platform/stream/hub.js";
+import type { HostPaths } from "../../platform/workspace/environment-paths.js";
 import type {
   ActionAnswerSummary,
   ApprovalAction,
@@ -15,10 +18,7 @@ import type {
   RequiredAction,
   SessionRecord,
 } from "../../store/types.js";
-import type { EventHub, LogFn } from "../../stream/hub.js";
-import type { HostPaths } from "../../workspace/environment-paths.js";
-import { badRequest } from "../errors.js";
-import type { ServerToolAnswer, ServerToolCall } from "../hooks.js";
+import type { ServerToolAnswer, ServerToolCall } from "../feature.js";
 import { newId } from "../ids.js";
 
 /** One part of a function call's output. */

@@ -6,9 +6,9 @@
  */
 import type { InputItem } from "@codex-agent-api/codex";
 import type { Logger } from "pino";
-import type { Cluster, ControlOp, ControlResult } from "../../cluster/types.js";
+import { ApiError, conflict, type ErrorKind } from "../../kernel/errors.js";
+import type { Cluster, ControlOp, ControlResult } from "../../platform/cluster/types.js";
 import type { Store, TurnRecord } from "../../store/types.js";
-import { ApiError, conflict, type ErrorKind } from "../errors.js";
 import type { ActionAnswer } from "./actions.js";
 import type { TurnRunner } from "./runner.js";
 

@@ -6,9 +6,9 @@
  */
 import type { Thread, ThreadItem, TurnEvent } from "@codex-agent-api/codex";
 import type { Logger } from "pino";
+import type { AppendOptions, EventHub } from "../../platform/stream/hub.js";
+import type { HostPaths } from "../../platform/workspace/environment-paths.js";
 import type { DeltaKind, LogEvent, StoredItem } from "../../store/types.js";
-import type { AppendOptions, EventHub } from "../../stream/hub.js";
-import type { HostPaths } from "../../workspace/environment-paths.js";
 import type { GoalRun } from "../goals/run.js";
 import { ACTION_METHODS } from "./actions.js";
 import { mapItemPaths } from "./item-paths.js";

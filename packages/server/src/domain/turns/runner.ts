@@ -16,11 +16,15 @@ import {
   type TurnResult,
 } from "@codex-agent-api/codex";
 import type { Logger } from "pino";
-import type { Cluster, Rollouts } from "../../cluster/types.js";
-import type { Config } from "../../config.js";
-import { missingModelReason } from "../../engine/codex-home.js";
-import { threadOptionsFor } from "../../engine/thread-options.js";
-import type { Engines } from "../../engine/types.js";
+import type { Config } from "../../config/load.js";
+import type { Clock, Timer } from "../../kernel/clock.js";
+import { badRequest, conflict, notFound, unavailable } from "../../kernel/errors.js";
+import { InFlight } from "../../kernel/in-flight.js";
+import type { Cluster, Rollouts } from "../../platform/cluster/types.js";
+import { missingModelReason } from "../../platform/engine/codex-home.js";
+import type { Engines } from "../../platform/engine/types.js";
+import type { EventHub } from "../../platform/stream/hub.js";
+import { hostPathsOf } from "../../platform/workspace/environment-paths.js";
 import {
   FencedError,
   type SessionRecord,
@@ -30,26 +34,22 @@ import {
   type TurnRecord,
   type TurnStatus,
 } from "../../store/types.js";
-import type { EventHub } from "../../stream/hub.js";
-import type { Clock, Timer } from "../../util/clock.js";
-import { InFlight } from "../../util/in-flight.js";
-import { hostPathsOf } from "../../workspace/environment-paths.js";
-import { badRequest, conflict, notFound, unavailable } from "../errors.js";
 import { isTurnEnd } from "../events.js";
-import type { GoalRun } from "../goals/run.js";
 import {
   HookFailure,
   type ServerTool,
   type ServerToolAnswer,
   type ServerToolCall,
   type TurnHooks,
-} from "../hooks.js";
+} from "../feature.js";
+import type { GoalRun } from "../goals/run.js";
 import { newId } from "../ids.js";
 import type { TurnInput } from "../input.js";
 import { engineEffort, settingsOf } from "../settings.js";
 import { addUsage, toUsage } from "../usage.js";
 import { type ActionAnswer, TurnActions, unknownPendingCall } from "./actions.js";
 import { TurnRecorder } from "./recorder.js";
+import { threadOptionsFor } from "./thread-options.js";
 
 export interface RunnerDeps {
   store: Store;
@@ -116,14 +116,14 @@ export class TurnRunner {
 
   constructor(private readonly deps: RunnerDeps) {}
 
-  /** Attaches a feature to the turns' lifecycle (see domain/hooks.ts). */
+  /** Attaches a feature to the turns' lifecycle (see domain/feature.ts). */
   use(hooks: TurnHooks): void {
     this.hooks.push(hooks);
   }
 
   private readonly serverTools = new Map<string, ServerTool>();
 
-  /** Answers a tool's calls here instead of asking the client (see domain/hooks.ts). */
+  /** Answers a tool's calls here instead of asking the client (see domain/feature.ts). */
   serveTool(tool: ServerTool): void {
     this.serverTools.set(tool.name, tool);
   }

@@ -5,6 +5,7 @@
  * interleaved with the root turn's (which the client follows by `subagent_id: null`).
  */
 import type { SubagentNotificationEvent, ThreadItem } from "@codex-agent-api/codex";
+import type { EventHub } from "../../platform/stream/hub.js";
 import type {
   SessionRecord,
   StoredItem,
@@ -13,7 +14,6 @@ import type {
   TurnStatus,
   Usage,
 } from "../../store/types.js";
-import type { EventHub } from "../../stream/hub.js";
 import { newId } from "../ids.js";
 import { addUsage, toUsage, ZERO_USAGE } from "../usage.js";
 

@@ -5,7 +5,7 @@
  * conversation. Re-running the turn is never tried: it would repeat its shell commands.
  */
 import type { Logger } from "pino";
-import type { Cluster } from "../../cluster/types.js";
+import type { Cluster } from "../../platform/cluster/types.js";
 import type { GoalBook } from "../goals/book.js";
 import type { TurnRunner } from "./runner.js";
 

@@ -2,11 +2,12 @@
  * Refreshing an OAuth access token (RFC 6749 §6): `grant_type=refresh_token` to the credential's token endpoint,
  * the client authenticated as configured (none: client_id in the body; client_secret_basic: HTTP Basic;
  * client_secret_post: id and secret in the body), `resource` (RFC 8707) and `scope` when configured. The request
- * goes through the outbound guard's fetch (net/outbound-guard.ts: a public address checked when connecting, no
+ * goes through the outbound guard's fetch (platform/net/outbound-guard.ts: a public address checked when connecting, no
  * redirects), the only one the service uses.
  */
-import type { GuardedRequest, GuardedResponse } from "../../net/outbound-guard.js";
-import { isUnixSeconds } from "../../util/unix-seconds.js";
+
+import { isUnixSeconds } from "../../kernel/unix-seconds.js";
+import type { GuardedRequest, GuardedResponse } from "../../platform/net/outbound-guard.js";
 
 export interface RefreshRequest {
   token_endpoint: string;

@@ -1,17 +1,20 @@
 /**
  * Vaults and their credentials, within the caller's project (another project's are "not found"). Secrets are
- * write-only: sealed with the service's key ring (util/secrets.ts) the moment they arrive, opened only to be given
+ * write-only: sealed with the service's key ring (kernel/secrets.ts) the moment they arrive, opened only to be given
  * to an engine thread (an MCP server's Authorization header) or, behind an operator flag, to the agent's commands
  * (an environment-variable credential), never returned, never logged.
  *
  * A session's vaults (`vault_ids`) select credentials; an MCP server of the session gets the one credential whose
  * server URL is its own (normalised), as `Authorization: Bearer <token>`, on every start and resume of its engine
  * thread; an `mcp_oauth` token that expires within two minutes is refreshed first (its refresh token, at its token
- * endpoint, which must be a public address unless the operator allows private targets: net/outbound-guard.ts).
+ * endpoint, which must be a public address unless the operator allows private targets: platform/net/outbound-guard.ts).
  */
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
-import { type OutboundGuard, TargetRefused } from "../../net/outbound-guard.js";
+import type { Clock } from "../../kernel/clock.js";
+import { ApiError, badRequest, notFound } from "../../kernel/errors.js";
+import type { Scope } from "../../model/scope.js";
+import { type OutboundGuard, TargetRefused } from "../../platform/net/outbound-guard.js";
 import type {
   CredentialAuthType,
   SealedKind,
@@ -20,13 +23,10 @@ import type {
   VaultListOptions,
   VaultRecord,
 } from "../../store/types.js";
-import type { Clock } from "../../util/clock.js";
-import { ApiError, badRequest, notFound } from "../errors.js";
-import type { Scope } from "../scope.js";
 import { OAuthRefreshError, refreshAccessToken } from "./oauth.js";
 import { checkCredentialUrl, normaliseServerUrl } from "./urls.js";
 
-/** Seals and opens secrets at rest with the current key and the previous ones (util/secrets.ts SecretKeyring). */
+/** Seals and opens secrets at rest with the current key and the previous ones (kernel/secrets.ts SecretKeyring). */
 export interface Keyring {
   seal(plain: string, context: string): string;
   open(sealed: string, context: string): string;

@@ -1,6 +1,6 @@
 /** The URLs vault credentials name: checked when saved, normalised so that credentials match MCP servers. */
-import { isLoopback } from "../../config.js";
-import { badRequest } from "../errors.js";
+import { isLoopback } from "../../config/load.js";
+import { badRequest } from "../../kernel/errors.js";
 
 /**
  * An https URL (or http on a loopback address: a local MCP server or token endpoint), without credentials or a

@@ -1,7 +1,7 @@
 /** Webhook event bodies and which secrets sign them. */
 import type { WebhookDeliveryRecord, WebhookEndpointRecord } from "../../store/types.js";
 
-/** What seals and opens secrets at rest (util/secrets.ts). */
+/** What seals and opens secrets at rest (kernel/secrets.ts). */
 export interface Sealer {
   seal(plain: string, context: string): string;
   open(sealed: string, context: string): string;

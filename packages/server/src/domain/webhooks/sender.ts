@@ -1,11 +1,11 @@
 /**
- * One webhook POST: to a target the outbound guard allows (net/outbound-guard.ts: checked on the address it connects
+ * One webhook POST: to a target the outbound guard allows (platform/net/outbound-guard.ts: checked on the address it connects
  * to), a fresh connection each time (so every attempt resolves and checks the name again), a 10 s limit for the
  * whole exchange, redirects never followed (a 3xx is a failed attempt), and only a little of the answer read.
  */
 import http from "node:http";
 import https from "node:https";
-import { type OutboundGuard, TargetRefused } from "../../net/outbound-guard.js";
+import { type OutboundGuard, TargetRefused } from "../../platform/net/outbound-guard.js";
 
 export const SEND_TIMEOUT_MS = 10_000;
 /** Bytes of the answer read (the rest is dropped): a receiver's body is not needed. */

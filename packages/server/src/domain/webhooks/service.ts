@@ -4,7 +4,10 @@
  * and kept sealed; a rotation may keep the old secret signing for 24 hours beside the new one.
  */
 import { randomBytes } from "node:crypto";
-import { TargetRefused } from "../../net/outbound-guard.js";
+import type { Clock } from "../../kernel/clock.js";
+import { badRequest, notFound, unprocessable } from "../../kernel/errors.js";
+import type { Scope } from "../../model/scope.js";
+import { TargetRefused } from "../../platform/net/outbound-guard.js";
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from "../../store/outbox.js";
 import type {
   ListOptions,
@@ -15,9 +18,6 @@ import type {
   WebhookEndpointPatch,
   WebhookEndpointRecord,
 } from "../../store/types.js";
-import type { Clock } from "../../util/clock.js";
-import { badRequest, notFound, unprocessable } from "../errors.js";
-import type { Scope } from "../scope.js";
 import { eventBody, type Sealer, secretContext, signingSecrets, signingTimestamp } from "./events.js";
 import { checkWebhookUrl, postWebhook, type WebhookTargets } from "./sender.js";
 import { newSigningSecret, secretHint, signedHeaders } from "./signing.js";

@@ -7,7 +7,7 @@ import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import fastifyStatic from "@fastify/static";
-import { notFound } from "../../domain/errors.js";
+import { notFound } from "../../kernel/errors.js";
 import type { App } from "../app-types.js";
 
 /** packages/console/dist, next to this package in the workspace. */

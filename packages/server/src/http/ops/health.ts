@@ -1,4 +1,4 @@
-import type { Core } from "../../core.js";
+import type { Core } from "../../main/compose.js";
 import type { App } from "../app-types.js";
 
 /**

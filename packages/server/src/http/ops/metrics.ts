@@ -1,5 +1,5 @@
-import { forbidden } from "../../domain/errors.js";
-import type { Metrics } from "../../observability/metrics.js";
+import type { Metrics } from "../../features/observability/metrics.js";
+import { forbidden } from "../../kernel/errors.js";
 import type { App } from "../app-types.js";
 
 /**

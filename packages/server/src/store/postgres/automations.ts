@@ -1,4 +1,4 @@
-import { assertUnixSeconds } from "../../util/unix-seconds.js";
+import { assertUnixSeconds } from "../../kernel/unix-seconds.js";
 import type { AutomationRecord, AutomationTarget, InvocationRecord, Queries } from "../types.js";
 import { asIs, asJson, asJsonOrNull, json, jsonOrNull, listByCreated, type PgDb, setClause } from "./db.js";
 

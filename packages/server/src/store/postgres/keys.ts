@@ -32,9 +32,7 @@ export function keyQueries(db: PgDb): KeyQueries {
       return db.rows<KeyRecord>(`SELECT ${COLS} FROM api_keys ORDER BY created_at ASC, id ASC`);
     },
     async hasKeys() {
-      return (
-        (await db.value<boolean>("SELECT EXISTS (SELECT 1 FROM api_keys)")) === true
-      );
+      return (await db.value<boolean>("SELECT EXISTS (SELECT 1 FROM api_keys)")) === true;
     },
     async inactiveKeys(ids) {
       if (ids.length === 0) return [];

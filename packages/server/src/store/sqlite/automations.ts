@@ -1,4 +1,4 @@
-import { assertUnixSeconds } from "../../util/unix-seconds.js";
+import { assertUnixSeconds } from "../../kernel/unix-seconds.js";
 import type { AutomationRecord, AutomationTarget, InvocationRecord, Queries } from "../types.js";
 import { asIs, json, jsonOrNull, listByCreated, parse, parseOrNull, type SqliteDb, setClause } from "./db.js";
 

@@ -9,7 +9,7 @@
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
-import { AsyncLock } from "../../util/lock.js";
+import { AsyncLock } from "../../kernel/lock.js";
 import type { Queries, Store } from "../types.js";
 import { agentQueries } from "./agents.js";
 import { automationQueries } from "./automations.js";

@@ -309,7 +309,7 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX files_project_created ON files (project_id, created_at, rid);
   CREATE INDEX files_expiry ON files (expires_at) WHERE expires_at IS NOT NULL;
   `,
-  // 7: schedule times are whole Unix seconds up to the end of year 9999 (util/unix-seconds.ts; the stores now refuse
+  // 7: schedule times are whole Unix seconds up to the end of year 9999 (kernel/unix-seconds.ts; the stores now refuse
   // anything else): times stored before, a client's fractional or huge run_at, are brought in range
   `
   UPDATE automations SET run_at = MAX(0, MIN(CAST(run_at AS INTEGER), 253402300799))

@@ -1,0 +1,77 @@
+import { z } from "zod";
+import { APPROVAL_POLICIES, type ApprovalPolicy } from "../../domain/settings.js";
+import { parseTools } from "../../domain/tools.js";
+import type { App } from "../../http/app-types.js";
+import { AgentParams, Metadata } from "../../http/validate.js";
+import type { Core } from "../../main/compose.js";
+import { allPages } from "./all-pages.js";
+import * as template from "./render.js";
+
+export const AgentBody = z
+  .object({
+    model: z.string().optional(),
+    instructions: z.string().nullable().optional(),
+    tools: z.array(z.unknown()).nullable().optional(),
+    name: z.string().nullable().optional(),
+    metadata: Metadata.nullable().optional(),
+    /** This server's extension: when the agent asks before it acts (domain/settings.ts). */
+    approval_policy: z.enum(APPROVAL_POLICIES).nullable().optional(),
+  })
+  .loose();
+
+/** The settings a template body may carry (only this server's approval policy). */
+export const approvalSetting = (b: { approval_policy?: ApprovalPolicy | null | undefined }) =>
+  b.approval_policy !== undefined ? { settings: { approval_policy: b.approval_policy } } : {};
+
+export function agentRoutes(app: App, core: Core): void {
+  const { agents } = core;
+  app.post("/v1/agents", { schema: { body: AgentBody } }, async (req) => {
+    const b = req.body;
+    return template.agentObject(
+      await agents.create(req.scope, {
+        name: b.name ?? null,
+        ...(b.model !== undefined ? { model: b.model } : {}),
+        instructions: b.instructions ?? null,
+        tools: await parseTools(b.tools ?? [], {
+          strict: false,
+          allowStdio: core.config.allowMcpStdio,
+          targets: core.outbound,
+        }),
+        metadata: b.metadata ?? {},
+        ...approvalSetting(b),
+      }),
+    );
+  });
+  app.get("/v1/agents", async (req) => ({
+    object: "list",
+    data: (await allPages((o) => agents.list(req.scope, o))).map(template.agentObject),
+  }));
+  app.get("/v1/agents/:agent_id", { schema: { params: AgentParams } }, async (req) =>
+    template.agentObject(await agents.get(req.scope, req.params.agent_id)),
+  );
+  app.post("/v1/agents/:agent_id", { schema: { params: AgentParams, body: AgentBody } }, async (req) => {
+    const b = req.body;
+    return template.agentObject(
+      await agents.update(req.scope, req.params.agent_id, {
+        ...(b.name !== undefined ? { name: b.name } : {}),
+        ...(b.model !== undefined ? { model: b.model } : {}),
+        ...(b.instructions !== undefined ? { instructions: b.instructions } : {}),
+        ...(b.tools !== undefined
+          ? {
+              tools: await parseTools(b.tools ?? [], {
+                strict: false,
+                allowStdio: core.config.allowMcpStdio,
+                targets: core.outbound,
+              }),
+            }
+          : {}),
+        ...(b.metadata !== undefined ? { metadata: b.metadata ?? {} } : {}),
+        ...approvalSetting(b),
+      }),
+    );
+  });
+  app.delete("/v1/agents/:agent_id", { schema: { params: AgentParams } }, async (req) => {
+    await agents.delete(req.scope, req.params.agent_id);
+    return { id: req.params.agent_id, object: "agent", deleted: true };
+  });
+}

@@ -1,0 +1,22 @@
+import { type App, dialectPlugin } from "../../http/app-types.js";
+import type { Core } from "../../main/compose.js";
+import { checkpointRoutes } from "../shared/checkpoints.js";
+import { goalRoutes } from "../shared/goal.js";
+import { agentRoutes } from "./agents.js";
+import { artifactRoutes } from "./artifacts.js";
+import { sessionRoutes } from "./sessions.js";
+
+/**
+ * The original service's wire format (the seed e2e contract), for requests without `OpenAI-Beta: agents=v1` (wire
+ * name "template"). Routes the template never had (turns, artifact lists and contents) answer in the official
+ * format: `borrowed` registers them (main/dialects.ts says which), so this dialect imports nothing of the other.
+ */
+export const legacyPlugin = (core: Core, borrowed: (app: App) => void) =>
+  dialectPlugin("template", (app) => {
+    agentRoutes(app, core);
+    sessionRoutes(app, core);
+    artifactRoutes(app, core);
+    goalRoutes(app, core);
+    borrowed(app);
+    checkpointRoutes(app, core, "template");
+  });

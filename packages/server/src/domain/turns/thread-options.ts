@@ -1,0 +1,126 @@
+import type { ServerRequestHandler, ThreadOptions } from "@codex-agent-api/codex";
+import type { Config } from "../../config/load.js";
+import { isolated, PERMISSION_PROFILE } from "../../platform/engine/codex-home.js";
+import type { SessionRecord } from "../../store/types.js";
+import { AUTOMATIONS_TOOL_SPEC } from "../automations/tool-spec.js";
+import { settingsOf } from "../settings.js";
+import { functionTools, hasAutomationsTool, type McpTool, mcpTools, toolsOf } from "../tools.js";
+
+/** The session each thread options object was built for (read by engine decorators: environments, vaults). */
+const built = new WeakMap<ThreadOptions, SessionRecord>();
+export const sessionOfThreadOptions = (options: ThreadOptions): SessionRecord | undefined =>
+  built.get(options);
+
+/**
+ * What a session's environment adds to its thread (set when the environment is made: domain/environments): the
+ * network for its commands (the permission profile's, per thread), variables (never secret ones: those are added
+ * when the thread is leased) and directories put first on PATH (its installed packages).
+ */
+export interface EnvironmentThread {
+  network: boolean;
+  env: Record<string, string>;
+  path: string[];
+}
+
+export function environmentThreadOf(session: SessionRecord): EnvironmentThread | null {
+  const t = session.extra.environment_thread as Partial<EnvironmentThread> | undefined;
+  if (!t || typeof t !== "object") return null;
+  return { network: t.network === true, env: { ...t.env }, path: [...(t.path ?? [])] };
+}
+
+/**
+ * How a session's engine thread is started or resumed: its cwd (the only place its commands may read and write,
+ * under the engine's permission profile from config.toml — a `sandbox` here would replace that profile), model,
+ * instructions, the commands' HOME (the workspace, so tools that write to ~ work inside the sandbox), and the tool
+ * set its configuration says: the client's function tools and the agent's automations tool (fixed when the thread
+ * starts), its MCP servers (sent
+ * again on every resume: the engine does not keep them), web search only with a `web_search` tool, subagents only
+ * when `multi_agent.enabled`. `onServerRequest` answers the engine's requests of this thread (function calls,
+ * approvals).
+ */
+export function threadOptionsFor(
+  session: SessionRecord,
+  config: Config,
+  onServerRequest?: ServerRequestHandler,
+): ThreadOptions {
+  const settings = settingsOf(session.extra);
+  const webSearch = toolsOf(session.tools).find((t) => t.type === "web_search");
+  const asks = settings.approval_policy !== "never";
+  const mcp = Object.fromEntries(
+    mcpTools(session.tools).map((t) => [t.server_label, mcpServerConfig(t, asks)]),
+  );
+  const environment = environmentThreadOf(session);
+  const options: ThreadOptions = {
+    cwd: session.workspace,
+    model: session.model,
+    ...(isolated(config) ? {} : { sandbox: config.sandbox }),
+    approvalPolicy: settings.approval_policy,
+    config: {
+      shell_environment_policy: { set: { HOME: session.workspace, ...environmentVariables(environment) } },
+      // An environment with the network: the profile's network, for this thread only (same profile otherwise).
+      ...(environment?.network && isolated(config)
+        ? { permissions: { [PERMISSION_PROFILE]: { network: { enabled: true } } } }
+        : {}),
+      // Also per thread (sent again on every resume): a thread first started elsewhere, or under an older
+      // configuration, runs under the profile from now on.
+      ...(isolated(config) ? { default_permissions: PERMISSION_PROFILE } : {}),
+      web_search: webSearch?.type === "web_search" ? webSearch.mode : "disabled",
+      features: { multi_agent: settings.multi_agent.enabled },
+      ...(settings.multi_agent.enabled && settings.multi_agent.max_concurrent_subagents !== null
+        ? { agents: { max_threads: settings.multi_agent.max_concurrent_subagents } }
+        : {}),
+      ...(Object.keys(mcp).length > 0 ? { mcp_servers: mcp } : {}),
+    },
+    dynamicTools: [
+      ...functionTools(session.tools).map((t) => ({
+        type: "function" as const,
+        name: t.name,
+        description: t.description,
+        inputSchema: t.parameters,
+      })),
+      // The agent's automations: called like a function tool, answered by this server (domain/automations).
+      ...(hasAutomationsTool(session.tools) ? [{ type: "function" as const, ...AUTOMATIONS_TOOL_SPEC }] : []),
+    ],
+    ...(session.instructions ? { developerInstructions: session.instructions } : {}),
+    ...(onServerRequest ? { onServerRequest } : {}),
+  };
+  built.set(options, session);
+  return options;
+}
+
+/** The environment's variables, with its directories first on the engine's PATH. */
+function environmentVariables(environment: EnvironmentThread | null): Record<string, string> {
+  if (!environment) return {};
+  const path = [...environment.path, process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin"].join(":");
+  return { ...environment.env, ...(environment.path.length > 0 ? { PATH: path } : {}) };
+}
+
+/**
+ * One MCP server in the engine's config. Authorization goes into the request headers (the engine refuses a
+ * `bearer_token` and would otherwise need it in its config files). Tool calls run without asking unless the
+ * approval policy asks, in which case each call is an approval request.
+ */
+function mcpServerConfig(t: McpTool, asks: boolean): Record<string, unknown> {
+  const transport = t.transport;
+  const common = {
+    ...(t.allowed_tools ? { enabled_tools: t.allowed_tools } : {}),
+    required: t.required,
+    default_tools_approval_mode: asks ? "prompt" : "approve",
+  };
+  if (transport.type === "stdio") {
+    return {
+      command: transport.command,
+      args: transport.args,
+      env: transport.env,
+      ...(transport.cwd ? { cwd: transport.cwd } : {}),
+      ...common,
+    };
+  }
+  const headers = { ...transport.headers };
+  if (transport.authorization) {
+    headers.Authorization = /\s/.test(transport.authorization.trim())
+      ? transport.authorization
+      : `Bearer ${transport.authorization}`;
+  }
+  return { url: transport.server_url, http_headers: headers, ...common };
+}

@@ -1,0 +1,77 @@
+/**
+ * The service's observability, attached to a core: Prometheus metrics, trace export (when configured) and the
+ * turn traces of `traces.list`. It only observes: stored events (`hub.onEvent`), the runner, engines and hub as
+ * they report themselves, and HTTP requests (http/telemetry.ts).
+ */
+import type { Resource } from "@opentelemetry/resources";
+import type { Logger } from "pino";
+import type { Core } from "../../main/compose.js";
+import type { EventRecord } from "../../store/types.js";
+import { Metrics } from "./metrics.js";
+import { TurnOrigins } from "./origins.js";
+import { serviceResource } from "./otlp.js";
+import { type Env, Tracing, tracingConfig } from "./tracing.js";
+
+export interface ObservabilityOptions {
+  /** Where the OpenTelemetry settings (`OTEL_*`) are read. Default: none (no export); the service passes its env. */
+  env?: Env;
+  logger?: Logger;
+}
+
+export class Observability {
+  readonly metrics: Metrics;
+  readonly tracing: Tracing;
+  /** The resource of the traces `traces.list` returns. */
+  readonly resource: Resource;
+  private readonly origins = new TurnOrigins();
+
+  constructor(core: Core, opts: ObservabilityOptions = {}) {
+    const env = opts.env ?? {};
+    const logger = opts.logger ?? core.logger;
+    this.resource = serviceResource(env);
+    this.metrics = new Metrics({
+      activeTurns: () => core.runner.activeCount(),
+      subscribers: () => core.hub.subscriberCount(),
+      engines: () => core.engines.stats(),
+    });
+    let config = null;
+    try {
+      config = tracingConfig(env);
+    } catch (err) {
+      logger.error({ err: String(err) }, "traces are not exported");
+    }
+    this.tracing = new Tracing(
+      { store: core.store, logger, resource: serviceResource(env, core.cluster.instanceId) },
+      config,
+    );
+    if (config) logger.info({ url: config.url, protocol: config.protocol }, "exporting traces (OTLP)");
+    core.hub.onEvent((e) => this.event(e));
+    core.sessions.use({ afterDelete: async (s) => this.metrics.sessionDeleted(s.id) });
+  }
+
+  private event(e: EventRecord): void {
+    const turnId = e.turn_id;
+    switch (e.type) {
+      case "turn.queued":
+      case "turn.started":
+        this.metrics.event(e, this.origins.begin(e.data.turn.id).dialect);
+        break;
+      case "turn.completed":
+      case "turn.failed":
+      case "turn.cancelled": {
+        const origin = this.origins.end(e.data.turn.id);
+        this.metrics.event(e, origin.dialect);
+        // A subagent's turns are exported within the trace of the root turn they ran in.
+        if (!e.data.turn.subagent_id) this.tracing.turnEnded(e, e.data.turn, origin);
+        break;
+      }
+      default:
+        this.metrics.event(e, turnId ? this.origins.get(turnId).dialect : "unknown");
+    }
+  }
+
+  /** Exports what is left and stops exporting. */
+  async shutdown(): Promise<void> {
+    await this.tracing.shutdown();
+  }
+}

@@ -1,0 +1,659 @@
+/**
+ * The records the store keeps, and the event log's vocabulary. Plain JSON-able data; timestamps are Unix
+ * seconds (fractional where noted). Every agent and session (and so everything of a session) belongs to a project.
+ */
+import type { InputItem, ThreadItem } from "@codex-agent-api/codex";
+
+export type SessionStatus = "idle" | "in_progress" | "requires_action" | "failed";
+export type TurnStatus = "queued" | "in_progress" | "completed" | "failed" | "cancelled" | "interrupted";
+
+export interface Usage {
+  input_tokens: number;
+  cached_input_tokens: number;
+  output_tokens: number;
+  reasoning_output_tokens: number;
+  total_tokens: number;
+}
+
+export interface AgentRecord {
+  id: string;
+  project_id: string;
+  created_at: number;
+  updated_at: number;
+  name: string | null;
+  model: string;
+  instructions: string | null;
+  tools: unknown[];
+  metadata: Record<string, string>;
+  /** Dialect-specific settings (reasoning, text, multi_agent, …), stored normalised. */
+  extra: Record<string, unknown>;
+}
+
+export interface SessionRecord {
+  id: string;
+  project_id: string;
+  created_at: number;
+  updated_at: number;
+  last_active_at: number;
+  status: SessionStatus;
+  agent_id: string | null;
+  name: string | null;
+  model: string;
+  instructions: string | null;
+  tools: unknown[];
+  metadata: Record<string, string>;
+  /** Engine thread bound to this session; null until the first turn. */
+  thread_id: string | null;
+  /** Absolute workspace directory of the session (the agent's cwd). */
+  workspace: string;
+  usage: Usage;
+  error: string | null;
+  /** Id of the running turn, if any. */
+  active_turn_id: string | null;
+  /** What the running turn waits for from the client (status `requires_action` while not empty). */
+  required_actions: RequiredAction[];
+  /** The instance running the active turn (null: none yet, or a single-instance store). */
+  owner_instance: string | null;
+  /** Fencing token of the turn's claim: bumped by every claim and takeover; writes of an older claim are refused. */
+  lease_epoch: number;
+  extra: Record<string, unknown>;
+}
+
+/** The model called one of the client's function tools: answered by a tool result. */
+export interface FunctionCallAction {
+  type: "function_call";
+  /** The call id (also the action id). */
+  id: string;
+  turn_id: string;
+  name: string;
+  /** The arguments as a JSON string. */
+  arguments: string;
+  created_at: number;
+}
+
+/** What an approval request is about. */
+export type ApprovalKind = "command_execution" | "file_change" | "mcp_tool_call" | "mcp_elicitation";
+
+/** The engine asks before it acts (command, file change, MCP tool call) or an MCP server asks the user. */
+export interface ApprovalAction {
+  type: "approval_request";
+  id: string;
+  turn_id: string;
+  kind: ApprovalKind;
+  /** The item the approval is about, when there is one. */
+  item_id: string | null;
+  /** Human-readable summary (the command, the reason, the MCP server's message). */
+  message: string;
+  /** Details of the request (command and cwd, file changes, MCP tool and arguments, elicitation schema). */
+  details: Record<string, unknown>;
+  created_at: number;
+}
+
+export type RequiredAction = FunctionCallAction | ApprovalAction;
+
+/** How a client decides an approval request. */
+export type ApprovalDecision = "approve" | "approve_for_session" | "deny" | "cancel";
+
+/**
+ * Items this server adds to a session's history next to the engine's: the output a client returned for a function
+ * call (the engine's own item carries it only in its internal form).
+ */
+export interface ClientToolResultItem {
+  type: "clientToolResult";
+  id: string;
+  callId: string;
+  success: boolean;
+  contentItems: Array<{ type: "inputText"; text: string } | { type: "inputImage"; imageUrl: string }>;
+}
+
+/** A subagent of a session: a child thread the engine's multi-agent tools opened (kept in the session's extra). */
+export interface SubagentRecord {
+  id: string;
+  /** The engine's child thread. */
+  thread_id: string;
+  /** What the parent asked it to do. */
+  instructions: string | null;
+  status: "active" | "closed";
+  opened_at: number;
+  closed_at: number | null;
+}
+
+/** An item of a session's history: the engine's, or one of this server's own. */
+export type StoredItem = ThreadItem | ClientToolResultItem;
+
+export interface TurnError {
+  code: string;
+  message: string;
+}
+
+/** How a turn runs a goal (recorded on the turn). */
+export interface TurnGoal {
+  mode: "input" | "objective" | "resume";
+  objective: string;
+}
+
+export interface TurnRecord {
+  id: string;
+  session_id: string;
+  created_at: number;
+  started_at: number | null;
+  completed_at: number | null;
+  status: TurnStatus;
+  /** The user input that started the turn (normalised input parts). */
+  input: unknown;
+  error: TurnError | null;
+  usage: Usage | null;
+  goal: TurnGoal | null;
+  /** The subagent that ran this turn (its own thread); null for the session's own (root) turns. */
+  subagent_id: string | null;
+}
+
+/** `started`: seen on the stream, not finished; `completed`; `incomplete`: its turn ended before it did. */
+export type ItemState = "started" | "completed" | "incomplete";
+
+export interface ItemRecord {
+  session_id: string;
+  turn_id: string;
+  /** Position in the session (0-based, increasing, in start order). */
+  ordinal: number;
+  /** Engine item id. */
+  id: string;
+  type: string;
+  state: ItemState;
+  created_at: number;
+  /** The engine item (protocol ThreadItem) as last seen, or one of this server's own items. */
+  data: StoredItem;
+}
+
+/** Which stream a delta belongs to. */
+export type DeltaKind = "agent_message" | "reasoning" | "command_output" | "file_change";
+
+/**
+ * The event log's vocabulary (dialect-neutral). Every state change of a session is appended as one of these, with
+ * a per-session sequence number, before anyone is told. The wire dialects render them.
+ */
+export type LogEvent =
+  /** The session snapshot at creation. */
+  | { type: "session.created"; data: { session: SessionRecord } }
+  /** Status changed (in_progress / requires_action / idle). */
+  | { type: "session.status"; data: { session: SessionRecord } }
+  /** A turn waits behind the running one. */
+  | { type: "turn.queued"; data: { turn: TurnRecord } }
+  | { type: "turn.started"; data: { turn: TurnRecord } }
+  /** An engine item started (also stored as an item). */
+  | { type: "item.started"; data: { item: StoredItem; output_index: number } }
+  | { type: "item.delta"; data: { item_id: string; output_index: number; kind: DeltaKind; delta: string } }
+  /** An engine item completed (its stored item is updated). */
+  | { type: "item.completed"; data: { item: StoredItem; output_index: number } }
+  /** An MCP server of the session's thread is starting, ready or failed (`error` says why). */
+  | {
+      type: "mcp_server.status";
+      data: {
+        server_label: string;
+        status: "starting" | "ready" | "failed" | "cancelled";
+        error: string | null;
+      };
+    }
+  /** A subagent was opened (`created`), reopened (`active`) or closed. */
+  | { type: "subagent.updated"; data: { subagent: SubagentRecord; change: "created" | "active" | "closed" } }
+  /** The turn waits for the client (a function call's result, an approval). */
+  | { type: "action.required"; data: { action: RequiredAction } }
+  /** The client answered (or the turn ended without an answer: `answer` null). */
+  | {
+      type: "action.resolved";
+      data: { action_id: string; action_type: RequiredAction["type"]; answer: ActionAnswerSummary | null };
+    }
+  /** How a request of the engine (an approval, a question) was answered. */
+  | {
+      type: "server_request.answered";
+      data: { request_method: string; request: unknown; response: unknown; defaulted: boolean };
+    }
+  /** Input added to the running turn. */
+  | { type: "turn.steered"; data: { input: InputItem[] } }
+  | { type: "turn.completed"; data: { turn: TurnRecord } }
+  /** `turn.error` says why. */
+  | { type: "turn.failed"; data: { turn: TurnRecord } }
+  /** Cancelled or interrupted by the user. */
+  | { type: "turn.cancelled"; data: { turn: TurnRecord } }
+  /** The session's environment changed status (pending, ready, connected, failed, expired…); `error` says why. */
+  | { type: "environment.updated"; data: { environment: EnvironmentState } }
+  /** The goal changed (null: cleared). */
+  | { type: "goal.updated"; data: { goal: GoalRecord | null } }
+  /**
+   * A workspace checkpoint was recorded (the checkpoint itself lives in the checkpoint store). `official`: the
+   * official dialect shows it too (an extension event strict SDK clients do not know: the operator's choice).
+   */
+  | { type: "checkpoint.created"; data: { checkpoint: CheckpointSummary; official: boolean } };
+
+/** A workspace checkpoint as the event log tells of it. */
+export interface CheckpointSummary {
+  /** `ckpt_` + the checkpoint's commit id in its store. */
+  id: string;
+  /** baseline, turn, external, manual, before_restore, restore, fork. */
+  kind: string;
+  label: string;
+  /** The session it is attributed to, and the turn it belongs to (if any). */
+  session_id: string;
+  turn_id: string | null;
+  parent_id: string | null;
+  /** Unix seconds. */
+  created_at: number;
+  /** Against its parent. */
+  stats: { files: number; insertions: number; deletions: number };
+  /** How many paths were left out (too large, excluded, unreadable). */
+  skipped: number;
+}
+
+/** A session environment's state as the event log tells of it. */
+export interface EnvironmentState {
+  id: string;
+  type: string;
+  status: EnvironmentStatus;
+  error: EnvironmentError | null;
+}
+
+/** What a client answered, as logged (never the tool output itself: that is the output item). */
+export type ActionAnswerSummary = { success: boolean } | { decision: ApprovalDecision };
+
+export type LogEventType = LogEvent["type"];
+export type LogEventOf<T extends LogEventType> = Extract<LogEvent, { type: T }>;
+
+/** An event as stored: a {@link LogEvent} with its place in the session's log. */
+export type EventRecord<E extends LogEvent = LogEvent> = E & {
+  session_id: string;
+  /** 1-based, strictly increasing per session, no gaps. */
+  seq: number;
+  turn_id: string | null;
+  /** Unix seconds with millisecond precision. */
+  created_at: number;
+};
+
+/**
+ * An item write that goes with an event (same transaction): `start` inserts the item (`started`); `finish` updates
+ * the turn's latest item with that id to its final data and state (inserting it if it never started).
+ */
+export type ItemWrite =
+  | { kind: "start"; turn_id: string; item: StoredItem; created_at: number }
+  | {
+      kind: "finish";
+      turn_id: string;
+      item: StoredItem;
+      created_at: number;
+      state: "completed" | "incomplete";
+    };
+
+export interface NewEvent {
+  event: LogEvent;
+  turn_id: string | null;
+  created_at: number;
+  item?: ItemWrite;
+}
+
+/** What an append wrote: the stored event, and the item's ordinal when it inserted one. */
+export interface Appended {
+  event: EventRecord;
+  ordinal: number | null;
+}
+
+export type GoalStatus = "active" | "paused" | "blocked" | "usage_limited" | "budget_limited" | "complete";
+
+/** Why the goal last changed status. */
+export type GoalReason =
+  | "created"
+  | "resumed"
+  | "user_paused"
+  | "interrupted"
+  | "completed"
+  | "blocked"
+  | "turn_failed"
+  | "token_budget"
+  | "max_turns"
+  | "max_duration"
+  | "usage_limited"
+  | "server_restart"
+  | "owner_lost";
+
+export interface GoalRecord {
+  session_id: string;
+  objective: string;
+  status: GoalStatus;
+  status_reason: GoalReason;
+  token_budget: number;
+  max_turns: number;
+  max_duration_seconds: number;
+  /** Tokens the engine charged to this goal (input − cached + output, per the engine). */
+  tokens_used: number;
+  /** Wall-clock seconds spent running this goal (all runs, not counting the run in progress). */
+  time_used_seconds: number;
+  /** Continuation turns the engine ran for this goal (the first turn of a user-started goal is not one). */
+  turns_used: number;
+  /** The logical turn that ran (or runs) the goal. */
+  turn_id: string | null;
+  created_at: number;
+  updated_at: number;
+  /** Start of the run in progress (unix seconds), null when not running. */
+  run_started_at: number | null;
+}
+
+export interface IdempotencyRecord {
+  scope: string;
+  key: string;
+  body_hash: string;
+  status: number;
+  response: unknown;
+  created_at: number;
+}
+
+export interface KeyRecord {
+  id: string;
+  project_id: string;
+  /** Hex SHA-256 of salt + secret. */
+  hash: string;
+  salt: string;
+  admin: boolean;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+// Automations and webhooks -------------------------------------------------------------------------------------
+
+export type AutomationType = "periodic" | "once";
+/** `completed`: a one-time automation's schedule has finished (its occurrence fired), not the agent's work. */
+export type AutomationStatus = "active" | "paused" | "completed";
+
+/** Who made an automation: a developer through the API, or a session's agent (its target) through a tool. */
+export type AutomationCreatedBy =
+  | { type: "developer" }
+  | { type: "agent"; session_id: string; tool_call_id: string };
+
+/** One user message of a new session's initial input (content parts as the official API writes them). */
+export interface AutomationInputMessage {
+  type: "message";
+  role: "user";
+  content: Array<{ type: "input_text"; text: string } | { type: "input_image"; image_url: string }>;
+}
+
+/** Where an automation's invocations go (validated when saved; the official request's fields). */
+export type AutomationTarget =
+  | {
+      type: "new_session";
+      /** A saved agent (exactly one of agent_id and agent). */
+      agent_id: string | null;
+      /** An inline agent configuration, as given (exactly one of agent_id and agent). */
+      agent: Record<string, unknown> | null;
+      /** `{type: "none"}` or `{type: "self_hosted", …}`, as given. */
+      environment: { type: string } & Record<string, unknown>;
+      input: AutomationInputMessage[];
+      metadata: Record<string, string>;
+      vault_ids: string[];
+    }
+  | { type: "existing_session"; session_id: string; instructions: string };
+
+export interface AutomationRecord {
+  id: string;
+  project_id: string;
+  created_at: number;
+  updated_at: number;
+  name: string;
+  metadata: Record<string, string>;
+  type: AutomationType;
+  /** Periodic: the 5-field cron expression and the IANA timezone it is read in (null for one-time ones). */
+  expression: string | null;
+  timezone: string | null;
+  /** One-time: when it runs (null for periodic ones). */
+  run_at: number | null;
+  status: AutomationStatus;
+  /** The next occurrence still to fire (null: none, e.g. paused or completed). */
+  next_run_at: number | null;
+  target: AutomationTarget;
+  created_by: AutomationCreatedBy;
+}
+
+/** `completed` means delivered (the session got its input), not that the agent's work is done. */
+export type InvocationStatus = "queued" | "completed" | "failed" | "skipped";
+
+/** One occurrence of an automation (or a manual run) and its delivery. */
+export interface InvocationRecord {
+  id: string;
+  automation_id: string;
+  project_id: string;
+  created_at: number;
+  /** The occurrence it is for (unique per automation); null for manual runs. */
+  scheduled_at: number | null;
+  source: "manual" | "automation";
+  /** The automation as it was when the occurrence fired (scheduled invocations). */
+  snapshot: AutomationRecord | null;
+  /** What it delivers to (the automation's target when it was queued). */
+  target: AutomationTarget;
+  status: InvocationStatus;
+  /** Skipped because an earlier invocation of the automation was still waiting to be delivered. */
+  skip_reason: "pending_delivery" | null;
+  /** The target or newly created session, once known. */
+  session_id: string | null;
+  error: { code: string; message: string } | null;
+  /** How many times a deliverer claimed it. */
+  claims: number;
+  /** When a deliverer may claim it (again). */
+  next_attempt_at: number;
+  /** The deliverer holding it, until lease_until. */
+  lease_owner: string | null;
+  lease_until: number | null;
+  completed_at: number | null;
+}
+
+export interface WebhookEndpointRecord {
+  id: string;
+  project_id: string;
+  created_at: number;
+  /** The last configuration or signing-secret change. */
+  updated_at: number;
+  name: string;
+  url: string;
+  event_types: string[];
+  /** The signing secret, sealed (never in clear: kernel/secrets.ts). */
+  secret: string;
+  /** A masked hint of the secret (its last characters). */
+  secret_hint: string;
+  /** The previous secret, sealed, still signing until old_secret_expires_at (a rotation's overlap). */
+  old_secret: string | null;
+  old_secret_expires_at: number | null;
+}
+
+export type WebhookDeliveryStatus = "pending" | "delivered" | "failed";
+
+/** One attempt to deliver a webhook event (`status_code` null: no HTTP answer; `error` says why it failed). */
+export interface WebhookAttempt {
+  at: number;
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number;
+}
+
+/**
+ * A webhook event for one endpoint: the outbox row written with the log event that caused it, then its delivery
+ * (at least once, retried with backoff until delivered or too old).
+ */
+export interface WebhookDeliveryRecord {
+  id: string;
+  endpoint_id: string;
+  project_id: string;
+  /** The session the event is about. */
+  session_id: string | null;
+  event_id: string;
+  event_type: string;
+  event_created_at: number;
+  /** The event's `data`. */
+  data: Record<string, unknown>;
+  created_at: number;
+  status: WebhookDeliveryStatus;
+  /** Attempts so far (each claim is one). */
+  attempts: number;
+  next_attempt_at: number;
+  lease_owner: string | null;
+  lease_until: number | null;
+  last_attempt_at: number | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  delivered_at: number | null;
+  /** The latest attempts, oldest first (a few). */
+  attempt_log: WebhookAttempt[];
+}
+
+/** A webhook event derived from a log event when it is appended (store/outbox.ts), before its fan-out. */
+export interface OutboxEvent {
+  event_id: string;
+  type: string;
+  created_at: number;
+  data: Record<string, unknown>;
+}
+
+// Environments (prepared by this server for sessions) and vaults (credentials for MCP servers and environments).
+
+export type EnvironmentStatus =
+  | "pending"
+  | "ready"
+  | "connected"
+  | "disconnected"
+  | "suspended"
+  | "expired"
+  | "failed";
+
+/** Why an environment failed: a code (setup_command_failed, package_install_failed, …) and the setup log's tail. */
+export interface EnvironmentError {
+  code: string;
+  message: string;
+  type: string;
+}
+
+/** A file placed in an environment, without its contents. */
+export interface EnvironmentFileInfo {
+  id: string;
+  type: "inline" | "file_id";
+  /** The official path, `/workspace/…`. */
+  path: string;
+  size_bytes: number;
+  file_id?: string;
+}
+
+export interface EnvironmentNetwork {
+  access: "enabled" | "disabled" | "restricted";
+  allowed_domains: string[];
+}
+
+export interface EnvironmentPackages {
+  npm: string[];
+  python: string[];
+  system: string[];
+}
+
+/** An environment's configuration as it may be shown: never env values, setup commands or file contents. */
+export interface EnvironmentConfig {
+  capability_directories: string[];
+  files: EnvironmentFileInfo[];
+  network: EnvironmentNetwork;
+  packages: EnvironmentPackages;
+  environment_template_id: string | null;
+  /** How many setup commands ran (their text is write-only). */
+  setup_commands: number;
+}
+
+export interface EnvironmentRecord {
+  id: string;
+  project_id: string;
+  created_at: number;
+  updated_at: number;
+  type: "openai_hosted";
+  status: EnvironmentStatus;
+  /** The session it belongs to (null: created ahead of a session, not attached yet). */
+  session_id: string | null;
+  /** Its directory: the session's workspace. */
+  directory: string;
+  config: EnvironmentConfig;
+  /** The write-only parts (env values, setup commands) as sealed JSON (kernel/secrets.ts); null: none. */
+  secrets: string | null;
+  error: EnvironmentError | null;
+  /** Vaults whose environment-variable credentials it gets (besides its session's). */
+  vault_ids: string[];
+  /** The instance that prepares it (while pending). */
+  owner_instance: string | null;
+}
+
+/** A template file as it may be shown (inline contents are sealed with the template's secrets). */
+export type TemplateFileInfo =
+  | { type: "inline"; path: string; size_bytes: number }
+  | { type: "file_id"; path: string; file_id: string };
+
+/** A template's configuration as it may be shown; null: not set (the default applies). */
+export interface EnvironmentTemplateConfig {
+  capability_directories: string[] | null;
+  files: TemplateFileInfo[];
+  network: EnvironmentNetwork | null;
+  packages: EnvironmentPackages;
+  desktop: { enabled: boolean } | null;
+}
+
+export interface EnvironmentTemplateRecord {
+  id: string;
+  project_id: string;
+  created_at: number;
+  updated_at: number;
+  name: string | null;
+  config: EnvironmentTemplateConfig;
+  /** Env values, setup commands and inline file contents, as sealed JSON; null: none. */
+  secrets: string | null;
+}
+
+export type VaultStatus = "active" | "archived";
+
+export interface VaultRecord {
+  id: string;
+  project_id: string;
+  created_at: number;
+  updated_at: number;
+  name: string | null;
+  metadata: Record<string, string>;
+  status: VaultStatus;
+}
+
+export type CredentialAuthType = "mcp_oauth" | "static_bearer" | "environment_variable";
+
+export interface VaultCredentialRecord {
+  id: string;
+  vault_id: string;
+  project_id: string;
+  created_at: number;
+  updated_at: number;
+  name: string;
+  metadata: Record<string, string>;
+  status: VaultStatus;
+  /** The authentication's non-secret fields, as shown (type, server URL, expiry, refresh metadata, variable name). */
+  auth: { type: CredentialAuthType } & Record<string, unknown>;
+  /** The secret fields (tokens, client secret, value) as sealed JSON. */
+  secret: string;
+  /** The MCP server URL, normalised (credentials match MCP servers by it); null for environment variables. */
+  server_url: string | null;
+}
+
+/** Where sealed values live (key rotation re-seals them): environments, templates, credentials. */
+export type SealedKind = "environment" | "environment_template" | "vault_credential";
+
+// Files (the official Files API): what was uploaded, per project; the contents are on disk (domain/files/storage.ts).
+
+/** The purposes a file may be uploaded for (the official `FilePurpose`). */
+export type FilePurpose = "assistants" | "batch" | "fine-tune" | "vision" | "user_data" | "evals";
+
+export interface FileRecord {
+  /** `file-…`. */
+  id: string;
+  project_id: string;
+  created_at: number;
+  /** The size of the contents. */
+  bytes: number;
+  /** The name the client gave the upload (never used as a path). */
+  filename: string;
+  purpose: FilePurpose;
+  /** When it expires (Unix seconds; null: never): an expired file is gone, its row and contents purged. */
+  expires_at: number | null;
+  /** SHA-256 of the contents (hex): checks what is read back, and identifies repeats of an upload. */
+  sha256: string;
+}
