@@ -88,7 +88,8 @@ module.exports = {
     },
     {
       name: "packages-below-server",
-      comment: "the SDK, the mock model, the testkit, the egress proxy and the sandbox never import the server",
+      comment:
+        "the SDK, the mock model, the testkit, the egress proxy and the sandbox never import the server",
       severity: "error",
       from: { path: "^packages/(codex|mock-model|testkit)/|^packages/(egress|sandbox)/src/" },
       to: { path: ["^packages/server/", "^@codex-agent-api/server"] },
