@@ -1,4 +1,5 @@
 export { resolveCodexBinary } from "./binary.js";
+export { BWRAP_HELPER_DIR, bwrapHelperDir, findSystemBwrap, type SystemBwrap } from "./bwrap.js";
 export { Codex, type CodexOptions, defaultServerRequestResponse, type RawNotification } from "./codex.js";
 export { CodexError, InvalidRequestError, TransportClosedError, TurnFailedError } from "./errors.js";
 export type * as Protocol from "./generated/index.js";

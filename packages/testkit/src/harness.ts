@@ -1,7 +1,8 @@
 /** An isolated CODEX_HOME whose config points the engine at a {@link MockResponsesServer}. */
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { delimiter, join } from "node:path";
+import { bwrapHelperDir, findSystemBwrap, resolveCodexBinary } from "@codex-agent-api/codex";
 import { MockResponsesServer, type MockResponsesServerOptions } from "@codex-agent-api/mock-model";
 
 export type ApprovalPolicy = "never" | "on-request" | "untrusted";
@@ -112,6 +113,9 @@ export async function createCodexHome(opts: CodexHomeOptions): Promise<CodexHome
     RUST_LOG: "warn",
   };
   if (opts.envKey !== undefined && opts.envKeyValue !== undefined) env[opts.envKey] = opts.envKeyValue;
+  // A system bubblewrap the engine cannot use as it is (Debian 12's 0.8.0): its helper directory first on PATH.
+  const helper = bwrapHelperDir(dir, resolveCodexBinary(), findSystemBwrap());
+  if (helper) env.PATH = [helper, process.env.PATH].filter(Boolean).join(delimiter);
   let disposed = false;
   return {
     codexHome,

@@ -2,6 +2,7 @@
  * The service's parts, built from one config and its infrastructure (store, engines, clock, logger): what the
  * HTTP layer and the CLI call. No globals; tests build it with an in-memory store or a stub engine.
  */
+
 import type { Logger } from "pino";
 import type { Config } from "../config/load.js";
 import { AgentService } from "../domain/agents.js";
@@ -35,6 +36,7 @@ import { type Clock, systemClock } from "../kernel/clock.js";
 import { LazySecretKeyring, loadSecretKeyring } from "../kernel/secrets.js";
 import { LocalCluster, localRollouts } from "../platform/cluster/local.js";
 import type { Cluster, Rollouts } from "../platform/cluster/types.js";
+import { engineSearchPath } from "../platform/engine/codex-home.js";
 import type { Engines } from "../platform/engine/types.js";
 import { OutboundGuard } from "../platform/net/outbound-guard.js";
 import { StreamClients } from "../platform/stream/clients.js";
@@ -352,7 +354,12 @@ function environmentsAndVaults(
     allowEnvCredentials: config.environments.allowEnvCredentials,
     outbound,
   });
-  const provisioner = new Provisioner({ engines: deps.engines, settings: config.environments, logger });
+  const provisioner = new Provisioner({
+    engines: deps.engines,
+    settings: config.environments,
+    logger,
+    searchPath: engineSearchPath(config.dataDir),
+  });
   const environments = new EnvironmentService({
     store,
     hub,

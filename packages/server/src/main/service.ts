@@ -28,6 +28,8 @@ export interface Service {
   url: string;
   /** The in-process scripted model (with --mock-model). */
   mock: MockResponsesServer | null;
+  /** The engine's home as prepared at start-up (where it is, and what was found of a system bubblewrap). */
+  codexHome: Pick<ReturnType<typeof prepareCodexHome>, "codexHome" | "bwrap">;
   /** Graceful stop: stop accepting, end running turns, flush, close engines. */
   stop(): Promise<void>;
 }
@@ -101,6 +103,13 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     );
   }
   const home = prepareCodexHome(config, mock?.url ?? null);
+  if (home.bwrap?.helperDir) {
+    logger.warn(
+      { bwrap: home.bwrap.path, version: home.bwrap.version, helperDir: home.bwrap.helperDir },
+      "a system bubblewrap without --argv0 is on PATH: the engine's sandbox helper is given codex-linux-sandbox " +
+        "from the helper directory (without it every sandboxed command would fail)",
+    );
+  }
   // Several instances may share a PostgreSQL database; the embedded one has this instance alone.
   const shared = await sharedParts(store, config, home.codexHome, logger);
   const engines = new EnginePool({
@@ -156,6 +165,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     core,
     url: `http://${host}:${port}`,
     mock,
+    codexHome: { codexHome: home.codexHome, bwrap: home.bwrap },
     stop() {
       stopping ??= (async () => {
         housekeeping.cancel();

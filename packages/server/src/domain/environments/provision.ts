@@ -96,6 +96,8 @@ export class Provisioner {
       engines: Engines;
       settings: EnvironmentSettings;
       logger: Logger;
+      /** The PATH setup commands start from (the engine's: platform/engine/codex-home.ts `engineSearchPath`). */
+      searchPath: string;
     },
   ) {}
 
@@ -144,7 +146,7 @@ export class Provisioner {
     const baseEnv: Record<string, string> = {
       HOME: directory,
       SHLVL: "1",
-      PATH: [...layout.path, process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin"].join(":"),
+      PATH: [...layout.path, this.deps.searchPath].join(":"),
       ...layout.env,
       ...job.extraEnv,
       ...spec.env,

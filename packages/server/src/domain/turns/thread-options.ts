@@ -1,6 +1,6 @@
 import type { ServerRequestHandler, ThreadOptions } from "@codex-agent-api/codex";
 import type { Config } from "../../config/load.js";
-import { isolated, PERMISSION_PROFILE } from "../../platform/engine/codex-home.js";
+import { engineSearchPath, isolated, PERMISSION_PROFILE } from "../../platform/engine/codex-home.js";
 import type { SessionRecord } from "../../store/types.js";
 import { AUTOMATIONS_TOOL_SPEC } from "../automations/tool-spec.js";
 import { settingsOf } from "../settings.js";
@@ -56,7 +56,12 @@ export function threadOptionsFor(
     ...(isolated(config) ? {} : { sandbox: config.sandbox }),
     approvalPolicy: settings.approval_policy,
     config: {
-      shell_environment_policy: { set: { HOME: session.workspace, ...environmentVariables(environment) } },
+      shell_environment_policy: {
+        set: {
+          HOME: session.workspace,
+          ...environmentVariables(environment, engineSearchPath(config.dataDir)),
+        },
+      },
       // An environment with the network: the profile's network, for this thread only (same profile otherwise).
       ...(environment?.network && isolated(config)
         ? { permissions: { [PERMISSION_PROFILE]: { network: { enabled: true } } } }
@@ -89,9 +94,12 @@ export function threadOptionsFor(
 }
 
 /** The environment's variables, with its directories first on the engine's PATH. */
-function environmentVariables(environment: EnvironmentThread | null): Record<string, string> {
+function environmentVariables(
+  environment: EnvironmentThread | null,
+  searchPath: string,
+): Record<string, string> {
   if (!environment) return {};
-  const path = [...environment.path, process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin"].join(":");
+  const path = [...environment.path, searchPath].join(":");
   return { ...environment.env, ...(environment.path.length > 0 ? { PATH: path } : {}) };
 }
 

@@ -1,6 +1,12 @@
-import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { resolveCodexBinary } from "@codex-agent-api/codex";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { delimiter, join } from "node:path";
+import {
+  BWRAP_HELPER_DIR,
+  bwrapHelperDir,
+  findSystemBwrap,
+  resolveCodexBinary,
+  type SystemBwrap,
+} from "@codex-agent-api/codex";
 import type { Config } from "../../config/load.js";
 
 /** The env var the engine reads the model key from (never written to disk). */
@@ -31,7 +37,11 @@ export const isolated = (config: Config) => config.sandbox !== "danger-full-acce
  *   engine's state, not another session's workspace; no network.
  * With `--sandbox danger-full-access` the operator turns all of that off (documented in SECURITY.md).
  */
-export function engineConfigToml(config: Config, providerUrl: string): string {
+export function engineConfigToml(
+  config: Config,
+  providerUrl: string,
+  opts: { readable?: readonly string[] } = {},
+): string {
   const lines = [
     `model = ${str(config.model)}`,
     `model_provider = "agents_api"`,
@@ -69,6 +79,7 @@ export function engineConfigToml(config: Config, providerUrl: string): string {
   ];
   if (config.provider.kind !== "mock") lines.push(`env_key = ${str(MODEL_KEY_ENV)}`);
   if (isolated(config)) {
+    const readable = (opts.readable ?? []).map((p) => `${str(p)} = "read"`);
     const workspace = config.sandbox === "read-only" ? "read" : "write";
     lines.push(
       "",
@@ -76,6 +87,7 @@ export function engineConfigToml(config: Config, providerUrl: string): string {
       `":minimal" = "read"`,
       // The sandbox runs the engine binary itself to help with file operations.
       `${str(resolveCodexBinary())} = "read"`,
+      ...readable,
       "",
       `[permissions.${PERMISSION_PROFILE}.filesystem.":workspace_roots"]`,
       `"." = ${str(workspace)}`,
@@ -84,6 +96,7 @@ export function engineConfigToml(config: Config, providerUrl: string): string {
       `[permissions.${SETUP_PERMISSION_PROFILE}.filesystem]`,
       `":minimal" = "read"`,
       `${str(resolveCodexBinary())} = "read"`,
+      ...readable,
       "",
       `[permissions.${SETUP_PERMISSION_PROFILE}.filesystem.":workspace_roots"]`,
       `"." = "write"`,
@@ -103,18 +116,42 @@ const ENGINE_ENV = ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAG
 export function prepareCodexHome(
   config: Config,
   mockUrl: string | null,
-): { codexHome: string; env: Record<string, string>; modelUrl: string } {
+): {
+  codexHome: string;
+  env: Record<string, string>;
+  modelUrl: string;
+  /** The system bubblewrap the engine's sandbox helper will find, and whether it needed the helper directory. */
+  bwrap: (SystemBwrap & { helperDir: string | null }) | null;
+} {
   const codexHome = join(config.dataDir, "codex-home");
   mkdirSync(codexHome, { recursive: true });
   const providerUrl = config.provider.kind === "mock" ? mockUrl! : config.provider.baseUrl;
-  writeFileSync(join(codexHome, "config.toml"), engineConfigToml(config, providerUrl));
   // The engine starts with a clean environment: the allowed variables, its home, and the model key it needs.
   const env: Record<string, string> = { CODEX_HOME: codexHome, RUST_LOG: "warn" };
   for (const [k, v] of Object.entries(process.env)) {
     if (v !== undefined && (ENGINE_ENV.includes(k) || k.startsWith("LC_"))) env[k] = v;
   }
+  // A system bubblewrap without --argv0 would fail every sandboxed command (bwrap.ts): the helper directory goes
+  // first on the engine's PATH, readable in the sandbox.
+  const system = isolated(config) ? findSystemBwrap(env.PATH) : null;
+  const helperDir = bwrapHelperDir(config.dataDir, resolveCodexBinary(), system);
+  if (helperDir) env.PATH = [helperDir, env.PATH].filter(Boolean).join(delimiter);
+  writeFileSync(
+    join(codexHome, "config.toml"),
+    engineConfigToml(config, providerUrl, { readable: helperDir ? [helperDir] : [] }),
+  );
   if (config.provider.kind !== "mock" && config.provider.apiKey) env[MODEL_KEY_ENV] = config.provider.apiKey;
-  return { codexHome, env, modelUrl: providerUrl };
+  return { codexHome, env, modelUrl: providerUrl, bwrap: system && { ...system, helperDir } };
+}
+
+/**
+ * The PATH the engine's commands start from when the service sets one (an environment's package directories go
+ * first): the service's own, after the bubblewrap helper directory when prepareCodexHome made one.
+ */
+export function engineSearchPath(dataDir: string): string {
+  const base = process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin";
+  const helper = join(dataDir, BWRAP_HELPER_DIR);
+  return existsSync(join(helper, "codex-linux-sandbox")) ? [helper, base].join(delimiter) : base;
 }
 
 /** Why a turn cannot reach a model, or null when it can. */

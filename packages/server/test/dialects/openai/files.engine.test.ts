@@ -639,6 +639,7 @@ describe("storage and configuration", () => {
         engines: stubEngines(),
         settings: config.environments,
         logger: pino({ level: "silent" }),
+        searchPath: process.env.PATH ?? "/usr/bin:/bin",
       });
       writeFileSync(join(dir, "present"), "here");
       const job = (content: string) => ({
