@@ -1,5 +1,5 @@
 /**
- * What the protocol handlers of one endpoint share: its current policy and credentials, its limits, how decisions
+ * What the protocol handlers of one endpoint share: its current policy, credentials and substitutions, its limits, how decisions
  * are reported, and the one admission step every protocol takes (policy, then resolution and address checks).
  */
 import type { Agent, Server } from "node:http";
@@ -7,6 +7,7 @@ import type { SecureContext } from "node:tls";
 import type { TargetHost } from "./hosts.js";
 import type { CompiledCredentials, CompiledPolicy } from "./policy.js";
 import type { EgressRefusal, Refusal } from "./refusals.js";
+import type { CompiledSubstitutions } from "./substitutions.js";
 import { type AddressRules, type ResolvedAddress, type Resolver, resolveChecked } from "./target.js";
 
 export interface EgressLimits {
@@ -56,10 +57,12 @@ export interface EgressDecision {
   method?: string;
   /** The HTTP status answered (requests). */
   status?: number;
-  /** TLS was terminated to inject credentials (tunnels). */
+  /** TLS was terminated to inject credentials or substitute secrets (tunnels). */
   intercepted?: boolean;
   /** Credential headers were injected (requests). */
   credentialed?: boolean;
+  /** At least one placeholder was replaced by its secret (requests). */
+  substituted?: boolean;
 }
 
 export type DecisionInput = Omit<EgressDecision, "endpoint">;
@@ -77,6 +80,9 @@ export interface EndpointContext {
   readonly resolver: Resolver;
   policy(): CompiledPolicy;
   credentials(): CompiledCredentials;
+  substitutions(): CompiledSubstitutions;
+  /** Whether HTTPS to this host is terminated (a credential or a substitution applies to it). */
+  intercepts(t: TargetHost): boolean;
   rules(): AddressRules;
   /** Reports a decision (hooks and stats). */
   decide(d: DecisionInput): void;

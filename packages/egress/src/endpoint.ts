@@ -1,7 +1,7 @@
 /**
  * One sandbox's endpoint: a unix socket on which the proxy speaks HTTP (forward requests and CONNECT) and SOCKS5,
- * told apart by the first byte. It holds the sandbox's current policy and credentials, counts what it decided and
- * caps its connections.
+ * told apart by the first byte. It holds the sandbox's current policy, credentials and substitutions, counts what it
+ * decided and caps its connections.
  */
 import {
   Agent,
@@ -25,6 +25,7 @@ import { CompiledCredentials, CompiledPolicy, type EgressCredential, type Egress
 import { type EgressRefusal, type Refusal, rawHttpRefusal, socksReplyOf } from "./refusals.js";
 import { type BoundSocket, bindSocket, removeSocket, type SocketAccess } from "./socket-file.js";
 import { methodChoice, parseGreeting, parseRequest, reply, SOCKS_VERSION } from "./socks5.js";
+import { CompiledSubstitutions, type EgressSubstitution } from "./substitutions.js";
 import { type AddressRules, connectChecked, type Resolver, type ServiceAddress } from "./target.js";
 import { handleIntercepted, runTunnel } from "./tunnel.js";
 
@@ -50,6 +51,7 @@ export interface EndpointOptions {
   socketPath: string;
   policy: EgressPolicy;
   credentials: readonly EgressCredential[];
+  substitutions: readonly EgressSubstitution[];
   access: SocketAccess;
   limits: EgressLimits;
 }
@@ -59,6 +61,7 @@ export class EgressEndpoint {
   readonly socketPath: string;
   private policy: CompiledPolicy;
   private credentials: CompiledCredentials;
+  private substitutions: CompiledSubstitutions;
   private readonly limits: EgressLimits;
   private readonly deps: EndpointDeps;
   private readonly net: NetServer;
@@ -83,8 +86,11 @@ export class EgressEndpoint {
     this.socketPath = opts.socketPath;
     this.limits = opts.limits;
     this.deps = deps;
-    this.policy = new CompiledPolicy(opts.policy);
-    this.credentials = this.compileCredentials(opts.credentials);
+    [this.policy, this.credentials, this.substitutions] = this.compile(
+      opts.policy,
+      opts.credentials,
+      opts.substitutions,
+    );
     this.agent = new Agent({
       keepAlive: true,
       maxSockets: opts.limits.maxConnections,
@@ -110,6 +116,9 @@ export class EgressEndpoint {
       resolver: deps.resolver,
       policy: () => this.policy,
       credentials: () => this.credentials,
+      substitutions: () => this.substitutions,
+      intercepts: (t) =>
+        (!this.credentials.empty && this.credentials.for(t) !== null) || this.substitutions.appliesTo(t),
       rules: (): AddressRules => ({
         privateAllowance: this.policy.privateAllowance,
         serviceAddresses: deps.serviceAddresses,
@@ -154,12 +163,19 @@ export class EgressEndpoint {
     this.bound = await bindSocket(this.net, this.socketPath, access);
   }
 
-  /** Replaces the policy and credentials: every later request and tunnel is decided by them; open tunnels the new policy refuses are ended. */
-  update(policy: EgressPolicy, credentials: readonly EgressCredential[] = []): void {
-    const p = new CompiledPolicy(policy);
-    const c = this.compileCredentials(credentials);
+  /**
+   * Replaces the policy, credentials and substitutions (omitted: none): every later request and tunnel is decided by
+   * them; open tunnels the new policy refuses are ended. Nothing changes when one of them is invalid (a TypeError).
+   */
+  update(
+    policy: EgressPolicy,
+    credentials: readonly EgressCredential[] = [],
+    substitutions: readonly EgressSubstitution[] = [],
+  ): void {
+    const [p, c, s] = this.compile(policy, credentials, substitutions);
     this.policy = p;
     this.credentials = c;
+    this.substitutions = s;
     for (const t of [...this.tunnels]) if (p.check(t.target, t.port)) t.destroy();
   }
 
@@ -192,12 +208,27 @@ export class EgressEndpoint {
     return this.closing;
   }
 
-  private compileCredentials(credentials: readonly EgressCredential[]): CompiledCredentials {
+  private compile(
+    policy: EgressPolicy,
+    credentials: readonly EgressCredential[],
+    substitutions: readonly EgressSubstitution[],
+  ): [CompiledPolicy, CompiledCredentials, CompiledSubstitutions] {
+    const p = new CompiledPolicy(policy);
     const c = new CompiledCredentials(credentials);
+    const s = new CompiledSubstitutions(substitutions);
     if (!c.empty && !this.deps.leafContext) {
       throw new TypeError("credentials need the proxy's certificate authority (EgressProxy option `ca`)");
     }
-    return c;
+    if (!s.empty && !this.deps.leafContext) {
+      throw new TypeError("substitutions need the proxy's certificate authority (EgressProxy option `ca`)");
+    }
+    // As the official API requires: a secret for "any" host goes only where an explicit allowlist lets a sandbox go.
+    if (s.anyHost && p.mode === "allow-public") {
+      throw new TypeError(
+        'a substitution for "any" host needs an allowlist policy (with allow-public, any public host would get the secret)',
+      );
+    }
+    return [p, c, s];
   }
 
   private decide(d: DecisionInput): void {
@@ -335,7 +366,7 @@ export class EgressEndpoint {
     address: string,
     protocol: "connect" | "socks5",
   ): void {
-    const intercepted = !this.credentials.empty && this.credentials.for(target) !== null;
+    const intercepted = this.ctx.intercepts(target);
     this.decide({ protocol, host: target.host, port, address, decision: "allowed", intercepted });
     runTunnel(this.ctx, client, upstream, head, { target, port, address, protocol }, () => {});
   }

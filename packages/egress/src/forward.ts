@@ -1,8 +1,9 @@
 /**
  * Forwards one HTTP request upstream: a plain proxied request (`GET http://host/…`) to a checked address, or a
  * request read from an intercepted TLS tunnel. Hop-by-hop headers are dropped, `Host` is the target's own (so a
- * request cannot name another site behind the same address), credential headers replace the client's, and response
- * headers carrying a secret are dropped.
+ * request cannot name another site behind the same address), placeholders in the request target and header values
+ * are replaced by their secrets, credential headers replace the client's, response headers carrying a credential are
+ * dropped and those carrying a substituted secret get its placeholder back. Bodies pass untouched.
  */
 import { type Agent, type IncomingMessage, request, type ServerResponse } from "node:http";
 import { admit, type DecisionInput, type EndpointContext } from "./context.js";
@@ -21,6 +22,9 @@ const HOP_BY_HOP = new Set([
   "transfer-encoding",
   "upgrade",
 ]);
+
+/** How much larger than `maxHeaderBytes` a request head may grow by substitution. */
+const SUBSTITUTED_HEAD_FACTOR = 4;
 
 /** Where a request goes: the target, the checked address, the connections to use. */
 export interface Route {
@@ -99,6 +103,16 @@ export function forward(
 ): void {
   const { target, port } = route;
   const injected: InjectedHeaders | null = ctx.credentials().for(target);
+  // (Kept for the response: the values this request carried are the ones to conceal, even after an update.)
+  const substitutions = ctx.substitutions();
+  const substituter = substitutions.for(target);
+  const drop = new Set(["host", ...(injected?.keys() ?? [])]);
+  const headers = endToEnd(req.rawHeaders, drop);
+  // The client's header values and request target only: header names, Host and the credentials' values are not.
+  const upstreamPath = substituter ? substituter.requestTarget(path) : path;
+  if (substituter) for (let i = 1; i < headers.length; i += 2) headers[i] = substituter.header(headers[i]!);
+  headers.unshift("Host", authorityOf(target, port, route.defaultPort));
+  for (const [k, v] of injected ?? []) headers.push(k, v);
   const base: Omit<DecisionInput, "decision" | "reason" | "message" | "status"> = {
     protocol: route.protocol,
     host: target.host,
@@ -106,17 +120,31 @@ export function forward(
     address: route.address,
     method: req.method ?? "GET",
     credentialed: injected !== null,
+    substituted: (substituter?.count ?? 0) > 0,
   };
-  const drop = new Set(["host", ...(injected?.keys() ?? [])]);
-  const headers = endToEnd(req.rawHeaders, drop);
-  headers.unshift("Host", authorityOf(target, port, route.defaultPort));
-  for (const [k, v] of injected ?? []) headers.push(k, v);
+  if (base.substituted) {
+    // A head full of placeholders must not turn into an unbounded one (each may stand for a long value).
+    const limit = SUBSTITUTED_HEAD_FACTOR * ctx.limits.maxHeaderBytes;
+    const size = headers.reduce((n, h) => n + h.length + 2, upstreamPath.length);
+    if (size > limit) {
+      refuseRequest(
+        ctx,
+        res,
+        {
+          reason: "bad_request",
+          message: `the request head would be larger than ${limit} bytes with its secrets`,
+        },
+        base,
+      );
+      return;
+    }
+  }
 
   const up = request({
     host: route.address,
     port,
     method: req.method,
-    path,
+    path: upstreamPath,
     headers,
     agent: route.agent,
     setHost: false,
@@ -134,7 +162,7 @@ export function forward(
     const kept: string[] = [];
     for (let i = 0; i < out.length; i += 2) {
       if (secrets.some((s) => out[i + 1]!.includes(s))) continue;
-      kept.push(out[i]!, out[i + 1]!);
+      kept.push(out[i]!, substitutions.empty ? out[i + 1]! : substitutions.conceal(out[i + 1]!));
     }
     ctx.decide({ ...base, decision: "allowed", status: upRes.statusCode });
     res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, kept);

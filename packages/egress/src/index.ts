@@ -14,4 +14,5 @@ export { DEFAULT_PORTS, type EgressCredential, type EgressPolicy } from "./polic
 export { EgressProxy, type EgressProxyOptions, type OpenOptions } from "./proxy.js";
 export { type EgressRefusal, REFUSED_HEADER } from "./refusals.js";
 export type { SocketAccess } from "./socket-file.js";
+export { type EgressSubstitution, placeholderFor } from "./substitutions.js";
 export type { ResolvedAddress, Resolver } from "./target.js";

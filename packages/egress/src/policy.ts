@@ -31,7 +31,7 @@ export interface EgressCredential {
 export const DEFAULT_PORTS: readonly number[] = [80, 443];
 
 /** Exact names / addresses and `*.` suffixes. */
-class Patterns {
+export class Patterns {
   private readonly exact = new Set<string>();
   private readonly suffixes: string[] = [];
 

@@ -8,10 +8,11 @@ import { DEFAULT_LIMITS, type EgressDecision, type EgressLimits } from "./contex
 import { EgressEndpoint } from "./endpoint.js";
 import type { EgressCredential, EgressPolicy } from "./policy.js";
 import type { SocketAccess } from "./socket-file.js";
+import type { EgressSubstitution } from "./substitutions.js";
 import { parseServiceAddresses, type Resolver, systemResolver } from "./target.js";
 
 export interface EgressProxyOptions {
-  /** Needed to intercept HTTPS to credentialed hosts. */
+  /** Needed to intercept HTTPS to credentialed hosts and hosts a substitution applies to. */
   ca?: CertificateAuthority;
   /** PEM certificate(s) to verify upstream servers with when re-originating TLS (default: the system store). */
   upstreamCa?: string | string[];
@@ -31,6 +32,8 @@ export interface OpenOptions {
   socketPath: string;
   policy: EgressPolicy;
   credentials?: EgressCredential[];
+  /** Placeholders the proxy replaces by secrets in requests to their hosts. */
+  substitutions?: EgressSubstitution[];
   access?: SocketAccess;
   limits?: Partial<EgressLimits>;
   onDecision?: (d: EgressDecision) => void;
@@ -75,6 +78,7 @@ export class EgressProxy {
         socketPath: o.socketPath,
         policy: o.policy,
         credentials: o.credentials ?? [],
+        substitutions: o.substitutions ?? [],
         access: o.access ?? {},
         limits,
       },

@@ -1,8 +1,9 @@
 /**
  * A tunnel once the proxy has connected upstream and told the client so (CONNECT 200 or the SOCKS5 success reply).
  * What the client sends first decides the rest:
- * - TLS to a credentialed host: the proxy terminates TLS with a leaf certificate for that host, reads the requests
- *   (innerServer), injects the credential headers and re-originates TLS to the real host, verifying it;
+ * - TLS to a credentialed host or one a substitution applies to: the proxy terminates TLS with a leaf certificate for
+ *   that host, reads the requests (innerServer), injects the credential headers, replaces the placeholders and
+ *   re-originates TLS to the real host, verifying it;
  * - other TLS: the ClientHello's server name must be the tunnel's host (when it names one), then bytes are copied;
  * - anything else (or the server speaking first): bytes are copied untouched.
  */
@@ -179,8 +180,7 @@ export function runTunnel(
       refuse("bad_request", "the tunnel's TLS ClientHello could not be read");
       return;
     }
-    const credentialed = ctx.credentials().for(t.target) !== null;
-    const leaf = credentialed ? ctx.leafContext(t.target.host) : null;
+    const leaf = ctx.intercepts(t.target) ? ctx.leafContext(t.target.host) : null;
     if (leaf) return intercept(leaf);
     if (hello.serverName !== null && !sniMatches(hello.serverName, t.target)) {
       refuse(

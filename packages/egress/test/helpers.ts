@@ -33,7 +33,11 @@ export interface SeenRequest {
   method: string;
   url: string;
   headers: IncomingHttpHeaders;
+  /** The header lines as received (names and values alternating). */
+  rawHeaders: string[];
   tls: boolean;
+  /** The request body (complete once the response is sent). */
+  body: string;
 }
 
 /** An HTTP and an HTTPS server on 127.0.0.2 that record what reaches them and echo it back (minus credentials). */
@@ -59,12 +63,23 @@ export class Targets {
     }
     const first = contexts.values().next().value!;
     const handler = (tls: boolean) => (req: IncomingMessage, res: import("node:http").ServerResponse) => {
-      t.seen.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers, tls });
+      const seen: SeenRequest = {
+        method: req.method ?? "",
+        url: req.url ?? "",
+        headers: req.headers,
+        rawHeaders: req.rawHeaders,
+        tls,
+        body: "",
+      };
+      t.seen.push(seen);
       const auth = req.headers.authorization;
       // Echoes the authorization in a header (the proxy must drop it) and says in the body whether one came.
       if (auth) res.setHeader("x-echo-auth", auth);
       res.setHeader("content-type", "application/json");
-      req.resume();
+      req.setEncoding("utf8");
+      req.on("data", (c: string) => {
+        seen.body += c;
+      });
       req.on("end", () =>
         res.end(JSON.stringify({ host: req.headers.host, url: req.url, tls, hasAuth: !!auth })),
       );
