@@ -4,6 +4,7 @@ import { KeyService } from "../domain/keys.js";
 import { systemClock } from "../kernel/clock.js";
 import { ApiError } from "../kernel/errors.js";
 import { type DirLock, DirLockedError, lockDirectory } from "./dir-lock.js";
+import { doctor, formatReport } from "./doctor.js";
 import { createLogger, openStore, startService } from "./service.js";
 
 const KEYS_USAGE = `Usage:
@@ -56,6 +57,22 @@ async function keys(argv: string[]): Promise<number> {
   } finally {
     await store.close();
   }
+}
+
+const DOCTOR_USAGE = `Usage:
+  codex-agent-api doctor [--json] [serve options]   checks this host and this configuration; exit 1 on an error
+`;
+
+async function doctorCommand(argv: string[]): Promise<number> {
+  const json = argv.includes("--json");
+  if (argv.includes("--help") || argv.includes("-h")) {
+    process.stdout.write(DOCTOR_USAGE);
+    return 0;
+  }
+  const config = loadConfig(argv.filter((a) => a !== "--json"));
+  const report = await doctor(config);
+  process.stdout.write(json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
+  return report.status === "error" ? 1 : 0;
 }
 
 async function serve(argv: string[]): Promise<number> {
@@ -121,12 +138,13 @@ async function serve(argv: string[]): Promise<number> {
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (!command || command === "--help" || command === "-h" || command === "help") {
-    process.stdout.write(`${usage()}\n${KEYS_USAGE}`);
+    process.stdout.write(`${usage()}\n${KEYS_USAGE}\n${DOCTOR_USAGE}`);
     return command ? 0 : 2;
   }
   try {
     if (command === "serve") return await serve(rest);
     if (command === "keys") return await keys(rest);
+    if (command === "doctor") return await doctorCommand(rest);
   } catch (err) {
     if (err instanceof ConfigError || err instanceof TypeError) {
       process.stderr.write(`${err.message}\n`);
