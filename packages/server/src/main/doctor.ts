@@ -22,6 +22,7 @@ import { promisify } from "node:util";
 import { bwrapHelperDir, findSystemBwrap, resolveCodexBinary } from "@codex-agent-api/codex";
 import type { Config } from "../config/load.js";
 import { probeTcp } from "../platform/engine/model-health.js";
+import { probeDatabase } from "../store/probe.js";
 import { DirLockedError, lockDirectory } from "./dir-lock.js";
 
 const run = promisify(execFile);
@@ -323,46 +324,26 @@ function workspaceCheck(config: Config): Check {
 }
 
 async function databaseCheck(config: Config): Promise<Check> {
-  if (config.databaseUrl) {
-    const { default: pg } = await import("pg");
-    const client = new pg.Client({ connectionString: config.databaseUrl, connectionTimeoutMillis: 5_000 });
-    try {
-      await client.connect();
-      const v = await client
-        .query<{ v: number | null }>("SELECT max(version) AS v FROM schema_version")
-        .then((r) => r.rows[0]?.v ?? null)
-        .catch(() => null);
-      return {
-        name: "database",
-        status: "ok",
-        detail: `PostgreSQL reachable${v === null ? " (no schema yet: made at the first start)" : `, schema ${v}`}`,
-      };
-    } catch (err) {
-      return {
-        name: "database",
-        status: "error",
-        detail: `PostgreSQL: ${(err as Error).message}`,
-        fix: "check --database-url / DATABASE_URL and that the server accepts this host",
-      };
-    } finally {
-      await client.end().catch(() => undefined);
-    }
-  }
   const file = join(config.dataDir, "agents.db");
-  if (!existsSync(file))
-    return { name: "database", status: "ok", detail: "SQLite (made at the first start)" };
-  try {
-    const { default: Database } = await import("better-sqlite3");
-    const db = new Database(file, { readonly: true, fileMustExist: true });
-    try {
-      const v = db.pragma("user_version", { simple: true });
-      return { name: "database", status: "ok", detail: `SQLite ${file}, schema ${String(v)}` };
-    } finally {
-      db.close();
-    }
-  } catch (err) {
-    return { name: "database", status: "error", detail: `SQLite ${file}: ${(err as Error).message}` };
+  const probe = await probeDatabase(
+    config.databaseUrl ? { postgresUrl: config.databaseUrl } : { sqliteFile: file },
+  );
+  const what = probe.kind === "postgres" ? "PostgreSQL" : `SQLite ${file}`;
+  if (probe.error) {
+    return {
+      name: "database",
+      status: "error",
+      detail: `${what}: ${probe.error}`,
+      ...(probe.kind === "postgres"
+        ? { fix: "check --database-url / DATABASE_URL and that the server accepts this host" }
+        : {}),
+    };
   }
+  return {
+    name: "database",
+    status: "ok",
+    detail: probe.schema === null ? `${what} (made at the first start)` : `${what}, schema ${probe.schema}`,
+  };
 }
 
 async function modelCheck(config: Config): Promise<Check> {
