@@ -289,7 +289,19 @@ export class ContainerBackend implements SandboxBackend {
       n.mode === "none"
         ? { mode: "none" }
         : { mode: "proxy", socketDir: n.socketDir, caCertPath: n.caCertPath };
-    return { id: spec.id, image: spec.image ?? this.opts.image, limits, network, env: { ...env } };
+    if (
+      spec.workspaceDir !== undefined &&
+      (typeof spec.workspaceDir !== "string" || !spec.workspaceDir.startsWith("/"))
+    )
+      throw new SandboxError("invalid_spec", "workspaceDir must be an absolute path");
+    return {
+      id: spec.id,
+      image: spec.image ?? this.opts.image,
+      limits,
+      network,
+      env: { ...env },
+      ...(spec.workspaceDir ? { workspaceDir: spec.workspaceDir } : {}),
+    };
   }
 
   private newRecord(
@@ -299,6 +311,7 @@ export class ContainerBackend implements SandboxBackend {
     network: SandboxSpec["network"],
     env: Record<string, string>,
     fromPool: boolean,
+    workspaceDir?: string,
   ): { dir: string; record: SandboxRecord } {
     const key = randomBytes(6).toString("hex");
     const dir = join(this.sandboxesDir, key);
@@ -315,9 +328,11 @@ export class ContainerBackend implements SandboxBackend {
         limits,
         network,
         env,
-        disk: this.diskLoop
-          ? { kind: "loop", imagePath: join(dir, "disk.img"), mountPath }
-          : { kind: "dir", mountPath },
+        disk: workspaceDir
+          ? { kind: "bind", mountPath: workspaceDir }
+          : this.diskLoop
+            ? { kind: "loop", imagePath: join(dir, "disk.img"), mountPath }
+            : { kind: "dir", mountPath },
         fromPool,
         createdAt: new Date().toISOString(),
       },
@@ -339,7 +354,7 @@ export class ContainerBackend implements SandboxBackend {
     const image = spec.image!;
     // A warm sandbox fits when image, limits and network mode match and the backend owns the egress directory.
     const net = spec.network;
-    if (net.mode === "none" || net.socketDir === undefined) {
+    if (spec.workspaceDir === undefined && (net.mode === "none" || net.socketDir === undefined)) {
       const pool = this.pools.get(poolKey(image, spec.limits, net.mode));
       const warm = pool?.ready.shift();
       if (warm) {
@@ -356,7 +371,15 @@ export class ContainerBackend implements SandboxBackend {
         return warm;
       }
     }
-    const { dir, record } = this.newRecord(spec.id, image, spec.limits, spec.network, spec.env ?? {}, false);
+    const { dir, record } = this.newRecord(
+      spec.id,
+      image,
+      spec.limits,
+      spec.network,
+      spec.env ?? {},
+      false,
+      spec.workspaceDir,
+    );
     const sb = this.sandbox(dir, record);
     this.active.set(spec.id, sb);
     try {

@@ -41,7 +41,7 @@ export async function createWorkspace(
   owner: { uid: number; gid: number },
 ): Promise<void> {
   await mkdir(disk.mountPath, { recursive: true, mode: 0o755 });
-  if (disk.kind === "dir") {
+  if (disk.kind === "dir" || disk.kind === "bind") {
     if (process.getuid?.() === 0) await chown(disk.mountPath, owner.uid, owner.gid);
     return;
   }
@@ -66,6 +66,11 @@ export async function createWorkspace(
 
 /** Mounts a loop workspace again (after a host reboot); nothing when mounted or a plain directory. */
 export async function mountWorkspace(disk: DiskRecord): Promise<void> {
+  if (disk.kind === "bind") {
+    if (!existsSync(disk.mountPath))
+      throw new SandboxError("disk_failed", `workspace directory ${disk.mountPath} is missing`);
+    return;
+  }
   if (disk.kind === "dir") return;
   await mkdir(disk.mountPath, { recursive: true, mode: 0o755 });
   if (await isMounted(disk.mountPath)) return;
@@ -74,8 +79,12 @@ export async function mountWorkspace(disk: DiskRecord): Promise<void> {
   await must("mount", ["-o", "loop,nodev,nosuid", disk.imagePath, disk.mountPath], "mount");
 }
 
-/** Unmounts (the loop device is released with the last user) and deletes the workspace and its image. */
+/**
+ * Unmounts (the loop device is released with the last user) and deletes the workspace and its image; a caller's
+ * bind-mounted directory stays.
+ */
 export async function destroyWorkspace(disk: DiskRecord): Promise<void> {
+  if (disk.kind === "bind") return;
   if (disk.kind === "loop") {
     if (await isMounted(disk.mountPath)) {
       const res = await runCommand("umount", [disk.mountPath], { timeoutMs: 60_000 });

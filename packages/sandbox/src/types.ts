@@ -44,6 +44,11 @@ export interface SandboxSpec {
   network: NetworkSpec;
   /** Extra variables for the exec-server and so for every command (names [A-Za-z_][A-Za-z0-9_]*, no newlines). */
   env?: Record<string, string>;
+  /**
+   * A directory of the caller's to mount at /workspace instead of a volume of the sandbox's own (several sandboxes
+   * may share it; no disk limit; never deleted by the sandbox). It is made writable by the sandbox's user.
+   */
+  workspaceDir?: string;
 }
 
 /** `running`: container up. `stopped`: container stopped by stop() (resumed by resume() or by the next use).
@@ -198,7 +203,11 @@ export interface SandboxRecord {
   limits: SandboxLimits;
   network: NetworkSpec;
   env: Record<string, string>;
-  disk: { kind: "loop"; imagePath: string; mountPath: string } | { kind: "dir"; mountPath: string };
+  disk:
+    | { kind: "loop"; imagePath: string; mountPath: string }
+    | { kind: "dir"; mountPath: string }
+    /** A directory of the caller's, bind-mounted (shared by several sandboxes; never deleted here). */
+    | { kind: "bind"; mountPath: string };
   fromPool: boolean;
   createdAt: string;
 }

@@ -75,6 +75,31 @@ describe("container sandbox", () => {
     expect((await c.run("cat /workspace/from-host.txt")).stdout).toBe("from host\n");
   });
 
+  it("a caller's directory as the workspace: shared by two sandboxes, kept when they are destroyed", async () => {
+    const shared = join(root, "shared-workspace");
+    const a = await backend.create({
+      id: "sess-bind-a",
+      limits,
+      network: { mode: "none" },
+      workspaceDir: shared,
+    });
+    const b = await backend.create({
+      id: "sess-bind-b",
+      limits,
+      network: { mode: "none" },
+      workspaceDir: shared,
+    });
+    expect(a.workspace).toMatchObject({ hostPath: shared, path: "/workspace", diskLimitEnforced: false });
+    expect((await (await open(a)).run("echo from-a > /workspace/a.txt && id -u")).stdout).toBe("1000\n");
+    expect((await (await open(b)).run("cat /workspace/a.txt")).stdout).toBe("from-a\n");
+    await a.destroy();
+    await b.destroy();
+    expect(readFileSync(join(shared, "a.txt"), "utf8")).toBe("from-a\n");
+    await expect(
+      backend.create({ id: "sess-bind-c", limits, network: { mode: "none" }, workspaceDir: "relative/dir" }),
+    ).rejects.toThrow(/absolute path/);
+  });
+
   it("refuses executor connections without the capability token", async () => {
     const s = backend.get("Sess-Inside")!;
     await expect(ExecClient.connect(s.executor.url, null)).rejects.toThrow(/401/);
