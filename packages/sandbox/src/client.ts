@@ -11,9 +11,24 @@ export interface ExecutorMessage {
 }
 
 export interface CommandResult {
+  /** null when it was terminated (timeout, abort) or ended by a signal. */
   exitCode: number | null;
   stdout: string;
   stderr: string;
+  timedOut: boolean;
+  aborted: boolean;
+}
+
+export interface RunOptions {
+  /** An absolute path inside the sandbox (default /workspace). */
+  cwd?: string;
+  /** Variables added to the exec-server's own for this command. */
+  env?: Record<string, string>;
+  /** Default 60 s; then the process is terminated. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  /** Each chunk of output as it arrives (stdout and stderr). */
+  onOutput?: (chunk: string) => void;
 }
 
 export class ExecutorClient {
@@ -73,49 +88,74 @@ export class ExecutorClient {
     return r;
   }
 
-  /** Runs `sh -c cmd` in /workspace through process/start; resolves when it closed (exited, all output read). */
-  async run(cmd: string, timeoutMs = 60_000): Promise<CommandResult> {
-    const processId = `p${this.nextId}`;
+  /**
+   * Runs `bash -c cmd` (in `/workspace` unless `cwd` says otherwise) through process/start; resolves when it closed
+   * (exited, all output read). A timeout or an abort terminates the process (its exit code is then null and
+   * `timedOut` / `aborted` say why).
+   */
+  async run(cmd: string, opts: RunOptions | number = {}): Promise<CommandResult> {
+    const o: RunOptions = typeof opts === "number" ? { timeoutMs: opts } : opts;
+    const processId = `p${this.nextId}-${Date.now().toString(36)}`;
     let stdout = "";
     let stderr = "";
     let exitCode: number | null = null;
+    let timedOut = false;
+    let aborted = false;
+    let timer: NodeJS.Timeout | undefined;
+    const terminate = () => {
+      void this.request("process/terminate", { processId }, 10_000).catch(() => undefined);
+    };
+    const onAbort = () => {
+      aborted = true;
+      terminate();
+    };
     const done = new Promise<number | null>((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`command timed out: ${cmd}`)), timeoutMs);
+      timer = setTimeout(() => {
+        timedOut = true;
+        terminate();
+      }, o.timeoutMs ?? 60_000);
       const l = (m: ExecutorMessage) => {
         if (m.params?.processId !== processId) return;
         if (m.method === "process/output") {
-          const s = Buffer.from(String(m.params.chunk), "base64").toString();
-          if (m.params.stream === "stderr") stderr += s;
-          else stdout += s;
+          const chunk = Buffer.from(String(m.params.chunk), "base64").toString();
+          if (m.params.stream === "stderr") stderr += chunk;
+          else stdout += chunk;
+          o.onOutput?.(chunk);
         } else if (m.method === "process/exited") {
           exitCode = (m.params.exitCode as number | null) ?? null;
         } else if (m.method === "process/closed") {
           // After the last output chunk (process/exited can come before it).
-          clearTimeout(t);
           this.listeners.delete(l);
           resolve(exitCode);
         }
       };
       this.listeners.add(l);
       this.ws.once("close", () => {
-        clearTimeout(t);
         this.listeners.delete(l);
         reject(new Error(`connection closed during: ${cmd}`));
       });
     });
-    const r = await this.request("process/start", {
-      processId,
-      argv: ["/bin/bash", "-c", cmd],
-      cwd: "file:///workspace",
-      envPolicy: { inherit: "all", ignoreDefaultExcludes: true, exclude: [], set: {}, includeOnly: [] },
-      env: {},
-      tty: false,
-      pipeStdin: false,
-      arg0: null,
-      sandbox: null,
-    });
-    if (r.error) throw new Error(`process/start: ${r.error.message}`);
-    return { exitCode: await done, stdout, stderr };
+    o.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      const r = await this.request("process/start", {
+        processId,
+        argv: ["/bin/bash", "-c", cmd],
+        cwd: `file://${o.cwd ?? "/workspace"}`,
+        envPolicy: { inherit: "all", ignoreDefaultExcludes: true, exclude: [], set: {}, includeOnly: [] },
+        env: o.env ?? {},
+        tty: false,
+        pipeStdin: false,
+        arg0: null,
+        sandbox: null,
+      });
+      if (r.error) throw new Error(`process/start: ${r.error.message}`);
+      if (o.signal?.aborted) onAbort();
+      const code = await done;
+      return { exitCode: timedOut || aborted ? null : code, stdout, stderr, timedOut, aborted };
+    } finally {
+      clearTimeout(timer);
+      o.signal?.removeEventListener("abort", onAbort);
+    }
   }
 
   close(): void {

@@ -1,5 +1,5 @@
 export { ContainerBackend, type ContainerBackendOptions } from "./backend.js";
-export { type CommandResult, ExecutorClient, type ExecutorMessage } from "./client.js";
+export { type CommandResult, ExecutorClient, type ExecutorMessage, type RunOptions } from "./client.js";
 export { hostnameFor } from "./container.js";
 export { SandboxError, type SandboxErrorCode } from "./errors.js";
 export {

@@ -4,7 +4,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ContainerBackend, limitsForSize, type Sandbox } from "../src/index.js";
+import { ContainerBackend, ExecutorClient, limitsForSize, type Sandbox } from "../src/index.js";
 import {
   containersWithPrefix,
   ExecClient,
@@ -98,6 +98,36 @@ describe("container sandbox", () => {
     await expect(
       backend.create({ id: "sess-bind-c", limits, network: { mode: "none" }, workspaceDir: "relative/dir" }),
     ).rejects.toThrow(/absolute path/);
+  });
+
+  it("ExecutorClient: a command with its variables and directory, its output as it comes; a timeout and an abort end it", async () => {
+    const s = backend.get("Sess-Inside")!;
+    const c = await ExecutorClient.open(s.executor.url, s.executor.token);
+    try {
+      const chunks: string[] = [];
+      const r = await c.run("echo $GREETING; pwd; echo oops >&2; exit 3", {
+        env: { GREETING: "hello there" },
+        cwd: "/tmp",
+        onOutput: (x) => chunks.push(x),
+      });
+      expect(r).toMatchObject({
+        exitCode: 3,
+        stdout: "hello there\n/tmp\n",
+        stderr: "oops\n",
+        timedOut: false,
+      });
+      expect(chunks.join("")).toContain("hello there");
+      const slow = await c.run("sleep 31", { timeoutMs: 300 });
+      expect(slow).toMatchObject({ exitCode: null, timedOut: true });
+      const stop = new AbortController();
+      const running = c.run("sleep 32; echo never", { signal: stop.signal });
+      stop.abort();
+      expect(await running).toMatchObject({ exitCode: null, aborted: true, stdout: "" });
+      // (The container's own init is a `sleep infinity`.)
+      expect((await c.run("pgrep -fc 'sleep 3[12]' || true")).stdout.trim()).toBe("0");
+    } finally {
+      c.close();
+    }
   });
 
   it("refuses executor connections without the capability token", async () => {
