@@ -2,8 +2,10 @@
 // environments (every option at least once, every alias, the precedence of flags over the environment, the values
 // derived from others, and every error message). They were recorded from the loader as it was before the option
 // tables, and the tables must reproduce them exactly: a change here is a change users see.
+import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
 import { ConfigError, loadConfig, usage } from "../../src/config/load.js";
+import { TABLES } from "../../src/config/tables/index.js";
 
 const CWD = "/srv/app";
 
@@ -363,5 +365,34 @@ describe("configuration goldens", () => {
     expect(new Set(names).size, "case names are unique").toBe(names.length);
     const results = Object.fromEntries(CASES.map((c) => [c.name, { input: c, ...(outcome(c) as object) }]));
     await expect(`${stable(results)}\n`).toMatchFileSnapshot("goldens/load-cases.json");
+  });
+});
+
+describe("the tables and the documentation", () => {
+  const rows = TABLES.flatMap((t) => Object.values(t.rows));
+
+  test("a row in the usage names its environment variables there", () => {
+    // The one exception predates this test; the README names it.
+    const unnamed = new Set(["AGENT_MOCK_MODEL"]);
+    for (const row of rows.filter((r) => r.help.length > 0)) {
+      const help = row.help.join(" ");
+      for (const name of row.env.filter((n: string) => !unnamed.has(n)))
+        expect(help, `--${row.flags[0]}`).toContain(name);
+    }
+  });
+
+  test("the server README names every flag and environment variable", () => {
+    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+    for (const row of rows) {
+      for (const flag of row.flags) expect(readme.includes(`\`--${flag}`), `--${flag}`).toBe(true);
+      for (const name of row.env) expect(readme.includes(`\`${name}`), name).toBe(true);
+    }
+  });
+
+  test("with several bad values, the first in usage order is named", () => {
+    expect(() => loadConfig(["--sandbox", "none", "--port", "x"], {}, CWD)).toThrow(/^--port /);
+    expect(() => loadConfig(["--host", "0.0.0.0", "--checkpoint-keep", "x"], {}, CWD)).toThrow(
+      /^--checkpoint-keep /,
+    );
   });
 });
