@@ -36,6 +36,8 @@ export interface Option<T, I extends boolean = false> {
   readonly arg: string | undefined;
   /** Its lines in the usage text; none: not shown there. */
   readonly help: readonly string[];
+  /** Its name in error messages. */
+  readonly label: string;
   readonly input: I;
   readonly read: (sources: Sources, get: Get) => T;
 }
@@ -166,6 +168,7 @@ export function computed<T>(make: (get: Get) => T): Option<T> {
     env: [],
     arg: undefined,
     help: [],
+    label: "",
     input: false,
     read: (_, get) => make(get),
   };
