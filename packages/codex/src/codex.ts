@@ -3,7 +3,7 @@ import { AppServerConnection, type RawNotification, type RawServerRequest } from
 import type { TransportClosedError } from "./errors.js";
 import type { ThreadStartResponse } from "./generated/v2/ThreadStartResponse.js";
 import { Thread } from "./thread.js";
-import { notificationTurnId, type TurnOperation } from "./turn.js";
+import { notificationTurnId, type TurnOperation } from "./turn-operation.js";
 import type { ServerRequestAnsweredEvent, ServerRequestHandler, ThreadItem, ThreadOptions } from "./types.js";
 
 export interface CodexOptions {

@@ -8,5 +8,6 @@ export type { ThreadGoalStatus } from "./generated/v2/ThreadGoalStatus.js";
 export { goalObjective, MAX_OBJECTIVE_CHARS } from "./input.js";
 export type { BackgroundProcess } from "./processes.js";
 export { type EngineTurnSummary, type GoalSetOptions, Thread } from "./thread.js";
-export { finalResponse, Turn } from "./turn.js";
+export { Turn } from "./turn.js";
+export { finalResponse } from "./turn-result.js";
 export type * from "./types.js";

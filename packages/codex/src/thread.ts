@@ -9,7 +9,8 @@ import type { TurnStartResponse } from "./generated/v2/TurnStartResponse.js";
 import type { TurnStatus } from "./generated/v2/TurnStatus.js";
 import { goalObjective, normalizeInput, toProtocolInput } from "./input.js";
 import { type BackgroundProcess, listBackgroundProcesses, terminateBackgroundProcess } from "./processes.js";
-import { Turn, TurnOperation } from "./turn.js";
+import { Turn } from "./turn.js";
+import { TurnOperation } from "./turn-operation.js";
 import type {
   GoalDriver,
   Input,

@@ -1,26 +1,16 @@
-// The container backend: detects the host, owns the root directory (one state directory per sandbox), creates,
-// adopts and lists sandboxes, keeps the warm pools filled and watches every running container's limits.
-import { createHash, randomBytes } from "node:crypto";
+// The container backend: detects the host (probe.ts), owns the root directory (one state directory per sandbox),
+// creates, adopts and lists sandboxes, keeps the warm pools filled and watches every running container's limits.
+import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, readdir, realpath, rm } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { mkdir, readdir, rm } from "node:fs/promises";
+import { join } from "node:path";
 import { hostnameFor, LABEL_KEY, LABEL_ROOT } from "./container.js";
 import { destroyWorkspace, isMounted } from "./disk.js";
 import { SandboxError } from "./errors.js";
-import { which } from "./exec.js";
-import { validateEnv } from "./exec-server.js";
-import {
-  cgroupVersion,
-  codexVendorDir,
-  containerUlimits,
-  DEFAULT_IMAGE,
-  imageStamp,
-  podmanArgsFor,
-  podmanInfo,
-} from "./host.js";
-import { Podman } from "./podman.js";
+import { type HostOptions, probeHost } from "./probe.js";
 import { ContainerSandbox, readRecord, type SandboxContext } from "./sandbox.js";
 import { validateLimits } from "./sizes.js";
+import { validateSpec } from "./spec.js";
 import type {
   Capabilities,
   PoolStats,
@@ -32,11 +22,7 @@ import type {
   WarmPoolSpec,
 } from "./types.js";
 
-export interface ContainerBackendOptions {
-  /** State directory: one sub-directory per sandbox (workspace image and mount, egress and trust directories). */
-  rootDir: string;
-  /** Default image (default: the build script's `localhost/codex-agent-sandbox:<version>`). */
-  image?: string;
+export interface ContainerBackendOptions extends HostOptions {
   /** Warm pools kept filled in the background. */
   warm?: WarmPoolSpec[];
   /** Stop a claimed sandbox after this long without executor traffic and without running commands (0: never). */
@@ -45,19 +31,7 @@ export interface ContainerBackendOptions {
   watchIntervalMs?: number;
   /** Container names start with this (default `codex-sbx-`): [a-z0-9-]. */
   namePrefix?: string;
-  /** uid and gid commands run as inside the container (default 1000:1000, the image's `agent`). */
-  uid?: number;
-  gid?: number;
-  /** Home of that user inside (a tmpfs; default /home/agent). */
-  home?: string;
-  /** The engine's vendor directory (default: from the installed @openai/codex). */
-  vendorDir?: string;
-  podmanPath?: string;
-  /** `podman stop` timeout (default 2 s). */
-  stopTimeoutSec?: number;
 }
-
-const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 
 function poolKey(image: string, limits: SandboxLimits, network: "none" | "proxy"): string {
   const l = limits;
@@ -97,89 +71,7 @@ export class ContainerBackend implements SandboxBackend {
 
   /** Detects the host, prepares the root directory, removes what a previous run left unclaimed, starts the pool. */
   static async open(options: ContainerBackendOptions): Promise<ContainerBackend> {
-    const podmanPath = options.podmanPath ?? (await which("podman"));
-    if (!podmanPath)
-      throw new SandboxError(
-        "unavailable",
-        "podman is not installed (Debian: apt-get install -y podman runc)",
-      );
-    const version = cgroupVersion();
-    const runc = await which("runc");
-    const podmanArgs = podmanArgsFor(version, runc);
-    const info = await podmanInfo(podmanPath, podmanArgs);
-    if (!info) throw new SandboxError("unavailable", "podman info failed: podman cannot run containers here");
-    const uid = options.uid ?? 1000;
-    const gid = options.gid ?? 1000;
-    const rootless = info.host?.security?.rootless ?? process.getuid?.() !== 0;
-    const loop = !rootless && process.getuid?.() === 0 && existsSync("/dev/loop-control");
-    const ulimits = containerUlimits();
-    const image = options.image ?? DEFAULT_IMAGE;
-    await mkdir(options.rootDir, { recursive: true, mode: 0o700 });
-    const rootDir = await realpath(resolve(options.rootDir));
-    const controllers = new Set(
-      version === "v2" ? [] : ["memory", "pids", "cpu"].filter((c) => existsSync(`/sys/fs/cgroup/${c}`)),
-    );
-    const has = (c: string) => version === "v2" || controllers.has(c);
-    const caps: Capabilities = {
-      kind: "container",
-      runtime: {
-        podman: info.version?.Version ?? "unknown",
-        ociRuntime: podmanArgs[1] ?? info.host?.ociRuntime?.name ?? "unknown",
-        cgroupManager: podmanArgs[3] ?? info.host?.cgroupManager ?? "unknown",
-        cgroupVersion: version,
-        rootless,
-        podmanArgs,
-      },
-      limits: {
-        memory: has("memory")
-          ? { enforced: true, detail: `cgroup ${version} memory controller (--memory, --memory-swap)` }
-          : { enforced: false, detail: "no memory cgroup controller" },
-        cpu: has("cpu")
-          ? { enforced: true, detail: `cgroup ${version} CFS quota (--cpus)` }
-          : { enforced: false, detail: "no cpu cgroup controller" },
-        pids: has("pids")
-          ? { enforced: true, detail: `cgroup ${version} pids controller (--pids-limit)` }
-          : { enforced: false, detail: "no pids cgroup controller" },
-        disk: loop
-          ? { enforced: true, detail: "a sparse ext4 image per workspace, loop-mounted nodev,nosuid" }
-          : {
-              enforced: false,
-              detail: "loop mounts need root and /dev/loop-control: the workspace is a plain directory",
-            },
-        tmp: {
-          enforced: true,
-          detail: "sized tmpfs for /tmp and the home directory; the root file system is read-only",
-        },
-        network: {
-          enforced: true,
-          detail: "--network none (only lo); proxy mode adds only a unix socket bridge",
-        },
-      },
-      user: `${uid}:${gid}`,
-      ulimits,
-    };
-    const rootLabel = createHash("sha256").update(rootDir).digest("hex").slice(0, 16);
-    const ctx: SandboxContext = {
-      podman: new Podman(podmanPath, podmanArgs),
-      cgroupVersion: version,
-      stopTimeoutSec: options.stopTimeoutSec ?? 2,
-      systemCaBundle: existsSync("/etc/ssl/certs/ca-certificates.crt")
-        ? "/etc/ssl/certs/ca-certificates.crt"
-        : null,
-      uid,
-      gid,
-      home: options.home ?? "/home/agent",
-      vendorDir: options.vendorDir ?? codexVendorDir(),
-      ulimits,
-      rootLabel,
-      rootless,
-    };
-    if ((await imageStamp(podmanPath, podmanArgs, image)) === null) {
-      throw new SandboxError(
-        "unavailable",
-        `image ${image} is missing: build it with packages/sandbox/scripts/build-image.sh`,
-      );
-    }
+    const { ctx, caps, rootDir, image, loop } = await probeHost(options);
     const prefix = options.namePrefix ?? "codex-sbx-";
     if (!/^[a-z0-9][a-z0-9-]{0,30}$/.test(prefix))
       throw new SandboxError("invalid_spec", "namePrefix must be [a-z0-9-]");
@@ -268,40 +160,7 @@ export class ContainerBackend implements SandboxBackend {
 
   // --- create / adopt -------------------------------------------------------------------------------------------
   private validate(spec: SandboxSpec): SandboxSpec {
-    if (typeof spec?.id !== "string" || !ID.test(spec.id)) {
-      throw new SandboxError("invalid_spec", "id must match [A-Za-z0-9][A-Za-z0-9_.-]{0,127}");
-    }
-    const limits = validateLimits(spec.limits);
-    const env = spec.env ?? {};
-    validateEnv(env);
-    const n = spec.network;
-    if (!n || (n.mode !== "none" && n.mode !== "proxy"))
-      throw new SandboxError("invalid_spec", "network.mode must be none or proxy");
-    if (n.mode === "proxy") {
-      if (n.socketDir !== undefined && (typeof n.socketDir !== "string" || !n.socketDir.startsWith("/"))) {
-        throw new SandboxError("invalid_spec", "network.socketDir must be an absolute path");
-      }
-      if (n.caCertPath !== undefined && (typeof n.caCertPath !== "string" || !n.caCertPath.startsWith("/"))) {
-        throw new SandboxError("invalid_spec", "network.caCertPath must be an absolute path");
-      }
-    }
-    const network: SandboxSpec["network"] =
-      n.mode === "none"
-        ? { mode: "none" }
-        : { mode: "proxy", socketDir: n.socketDir, caCertPath: n.caCertPath };
-    if (
-      spec.workspaceDir !== undefined &&
-      (typeof spec.workspaceDir !== "string" || !spec.workspaceDir.startsWith("/"))
-    )
-      throw new SandboxError("invalid_spec", "workspaceDir must be an absolute path");
-    return {
-      id: spec.id,
-      image: spec.image ?? this.opts.image,
-      limits,
-      network,
-      env: { ...env },
-      ...(spec.workspaceDir ? { workspaceDir: spec.workspaceDir } : {}),
-    };
+    return validateSpec(spec, this.opts.image);
   }
 
   private newRecord(
