@@ -4,7 +4,13 @@ import type { TransportClosedError } from "./errors.js";
 import type { ThreadStartResponse } from "./generated/v2/ThreadStartResponse.js";
 import { Thread } from "./thread.js";
 import { notificationTurnId, type TurnOperation } from "./turn-operation.js";
-import type { ServerRequestAnsweredEvent, ServerRequestHandler, ThreadItem, ThreadOptions } from "./types.js";
+import type {
+  ExecutionEnvironment,
+  ServerRequestAnsweredEvent,
+  ServerRequestHandler,
+  ThreadItem,
+  ThreadOptions,
+} from "./types.js";
 
 export interface CodexOptions {
   /** Path of the codex binary; default: the platform binary of the pinned `@openai/codex` package. */
@@ -167,6 +173,14 @@ export class Codex {
   async close(): Promise<void> {
     this.closing = true;
     await this.conn.close();
+  }
+
+  /**
+   * Makes an execution server available to this engine process's threads (`environment/add`, experimental in the
+   * pinned engine). Adding an id again keeps its first connection: give a new URL a new id.
+   */
+  async addEnvironment(env: ExecutionEnvironment): Promise<void> {
+    await this.request("environment/add", env);
   }
 
   /** Unloads a thread from the engine (best effort) and forgets its handle. */

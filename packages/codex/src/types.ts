@@ -128,6 +128,27 @@ export interface ThreadOptions {
   dynamicTools?: DynamicToolSpec[];
   /** Handles approvals / user-input requests of this thread (overrides the client-wide handler). */
   onServerRequest?: ServerRequestHandler;
+  /**
+   * Where the thread's commands and file operations run: execution environments of this engine process (added with
+   * `Codex.addEnvironment`), each with the cwd inside it; `[]` for none. Sticky: kept in the thread's rollout.
+   * (An experimental field of the pinned engine.)
+   */
+  environments?: ThreadEnvironmentParams[];
+}
+
+/** An execution environment of a thread: its id (`Codex.addEnvironment`) and the working directory inside it. */
+export interface ThreadEnvironmentParams {
+  environmentId: string;
+  cwd: string;
+}
+
+/** An execution server (`codex exec-server`) the engine process may run threads' commands on. */
+export interface ExecutionEnvironment {
+  environmentId: string;
+  /** `ws://` (loopback only when a token is sent) or `wss://`. */
+  execServerUrl: string;
+  /** Sent as `Authorization: Bearer …` on the connection (and its reconnects). */
+  authBearerToken?: string;
 }
 
 export interface DynamicToolSpec {

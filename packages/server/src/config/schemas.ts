@@ -2,6 +2,7 @@
  * The zod schemas option rows parse their text with. An issue's message is what follows the option's name in the
  * error ("--port" + " must be an integer between 0 and 65535, got \"x\"").
  */
+import { isIP } from "node:net";
 import { z } from "zod";
 
 /** A refusal: what follows the option's name in the error. */
@@ -87,3 +88,19 @@ export const origin: z.ZodType<string, string> = checked((raw) =>
 export const gitignorePattern: z.ZodType<string, string> = checked((raw) =>
   /[\r\n\0]/.test(raw) ? refuse(`takes one pattern per line, got ${JSON.stringify(raw)}`) : raw,
 );
+
+/** An IPv4 or IPv6 range in CIDR notation (a bare address is that one address). */
+export const cidr: z.ZodType<string, string> = checked((raw) => {
+  const m = /^([0-9a-fA-F:.]+)(?:\/(\d{1,3}))?$/.exec(raw.trim());
+  if (!m || isIP(m[1]!) === 0) return refuse(`takes an address range like 10.1.2.0/24, got "${raw}"`);
+  const bits = m[2] === undefined ? (isIP(m[1]!) === 4 ? 32 : 128) : Number(m[2]);
+  if (bits > (isIP(m[1]!) === 4 ? 32 : 128)) return refuse(`has a prefix too long for its address, got "${raw}"`);
+  return `${m[1]}/${bits}`;
+});
+
+/** `name=address`: a host name the egress proxy resolves to a fixed address. */
+export const hostAddress: z.ZodType<[string, string], string> = checked((raw) => {
+  const m = /^([a-zA-Z0-9.-]+)=([0-9a-fA-F:.]+)$/.exec(raw.trim());
+  if (!m || isIP(m[2]!) === 0) return refuse(`takes name=address like mirror.internal=10.1.2.3, got "${raw}"`);
+  return [m[1]!.toLowerCase(), m[2]!] as [string, string];
+});

@@ -12,6 +12,7 @@ import { logging } from "./logging.js";
 import { model } from "./model.js";
 import { security } from "./security.js";
 import { server } from "./server.js";
+import { sandboxes } from "./sandboxes.js";
 import { sessions } from "./sessions.js";
 import { storage } from "./storage.js";
 import { vaults } from "./vaults.js";
@@ -26,6 +27,7 @@ export const TABLES = [
   automations,
   sessions,
   engine,
+  sandboxes,
   logging,
   goals,
   checkpoints,
