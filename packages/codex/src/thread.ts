@@ -130,6 +130,7 @@ export class Thread {
         ...(opts.outputSchema !== undefined ? { outputSchema: opts.outputSchema } : {}),
         ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
         ...(opts.approvalPolicy !== undefined ? { approvalPolicy: opts.approvalPolicy } : {}),
+        ...(opts.environments !== undefined ? { environments: opts.environments } : {}),
       });
       op.bind(res.turn.id);
     } catch (err) {

@@ -107,6 +107,11 @@ export interface TurnOptions {
   outputSchema?: Record<string, unknown>;
   cwd?: string;
   approvalPolicy?: AskForApproval;
+  /**
+   * The execution environments of this turn and the thread's later ones (see `ThreadOptions.environments`): the
+   * engine does not take them from a resumed thread's rollout, so a resumed thread needs them again.
+   */
+  environments?: ThreadEnvironmentParams[];
 }
 
 export interface ThreadOptions {
