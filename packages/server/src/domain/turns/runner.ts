@@ -578,7 +578,7 @@ export class TurnRunner {
       active.recorder.attach(lease.thread);
       for (const h of this.hooks) await h.beforeTurn?.(active.session, active.turn);
       if (active.stop) throw new StoppedError();
-      const turnOptions = engineTurnOptions(session);
+      const turnOptions = { ...engineTurnOptions(session), ...lease.turnOptions };
       const engineTurn = active.goal
         ? await active.goal.start(lease.thread, items, turnOptions, () =>
             this.runHooks("afterEngineTurn", active, active.turn),

@@ -1,4 +1,10 @@
-import { Codex, InvalidRequestError, type Thread, type ThreadOptions } from "@codex-agent-api/codex";
+import {
+  Codex,
+  type ExecutionEnvironment,
+  InvalidRequestError,
+  type Thread,
+  type ThreadOptions,
+} from "@codex-agent-api/codex";
 import type { Logger } from "pino";
 import {
   descendantProcesses,
@@ -41,6 +47,8 @@ interface Slot {
   stale: Set<string>;
   /** Called when busy drops to 0. */
   idleWaiters: Array<() => void>;
+  /** Execution environments added to the current process: id → URL. */
+  environments: Map<string, string>;
 }
 
 /**
@@ -66,6 +74,7 @@ export class EnginePool implements Engines {
       generation: 0,
       stale: new Set(),
       idleWaiters: [],
+      environments: new Map(),
     }));
   }
 
@@ -101,6 +110,7 @@ export class EnginePool implements Engines {
     slot.busy++;
     try {
       const codex = await this.ensure(slot);
+      for (const env of opts.environments ?? []) await this.addEnvironment(slot, codex, env);
       let thread: Thread | undefined = threadId ? codex.thread(threadId) : undefined;
       if (!thread) {
         thread = threadId ? await this.resume(codex, threadId, options) : await codex.startThread(options);
@@ -108,7 +118,8 @@ export class EnginePool implements Engines {
         this.placement.set(thread.id, slot);
       }
       const required = this.opts.requiredProfile;
-      if (required && thread.permissionProfile !== required) {
+      // A thread on an execution environment runs under its sandbox (a container), not the engine's profile.
+      if (required && !opts.environments?.length && thread.permissionProfile !== required) {
         throw new Error(
           `the engine runs thread ${thread.id} under permission profile ${JSON.stringify(thread.permissionProfile)}, ` +
             `not "${required}": refusing to run commands without the sandbox`,
@@ -143,6 +154,17 @@ export class EnginePool implements Engines {
       this.opts.logger.warn({ thread: threadId }, "thread has no stored conversation: starting a new one");
       return codex.startThread(options);
     }
+  }
+
+  /** Makes an execution environment known to the slot's current process (once per process and URL). */
+  private async addEnvironment(slot: Slot, codex: Codex, env: ExecutionEnvironment): Promise<void> {
+    const known = slot.environments.get(env.environmentId);
+    if (known === env.execServerUrl) return;
+    // The engine keeps an id's first connection: a new URL must come with a new id (the caller's to choose).
+    if (known !== undefined)
+      throw new Error(`execution environment ${env.environmentId} was added with another URL`);
+    await codex.addEnvironment(env);
+    slot.environments.set(env.environmentId, env.execServerUrl);
   }
 
   private done(slot: Slot): void {
@@ -288,6 +310,7 @@ export class EnginePool implements Engines {
     for (const id of slot.threads) if (this.placement.get(id) === slot) this.placement.delete(id);
     slot.threads.clear();
     slot.stale.clear();
+    slot.environments.clear();
     slot.codex = null;
   }
 

@@ -1,4 +1,4 @@
-import type { Thread, ThreadOptions } from "@codex-agent-api/codex";
+import type { ExecutionEnvironment, Thread, ThreadOptions, TurnOptions } from "@codex-agent-api/codex";
 import type { ModelStatus } from "./model-health.js";
 
 /** A session's engine thread, held while a turn (or goal housekeeping) runs on it. */
@@ -6,6 +6,8 @@ export interface Lease {
   thread: Thread;
   /** Index of the engine process that holds the thread. */
   engine: number;
+  /** Options every engine turn of this lease takes (a sandboxed thread's execution environment). */
+  turnOptions?: Partial<TurnOptions>;
   release(): void;
 }
 
@@ -22,6 +24,12 @@ export interface EngineStats {
 export interface LeaseOptions {
   /** The thread was continued on another instance since a process here loaded it: do not use that copy. */
   stale?: boolean;
+  /**
+   * Execution servers the thread's commands run on (a sandbox's executor): added to the engine process that holds
+   * the thread before it is started or resumed. Such a thread runs under the sandbox, not the engine's permission
+   * profile.
+   */
+  environments?: ExecutionEnvironment[];
 }
 
 /** The engine processes, as the domain uses them (the pool, or a stub in tests). */
