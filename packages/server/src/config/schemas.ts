@@ -94,13 +94,15 @@ export const cidr: z.ZodType<string, string> = checked((raw) => {
   const m = /^([0-9a-fA-F:.]+)(?:\/(\d{1,3}))?$/.exec(raw.trim());
   if (!m || isIP(m[1]!) === 0) return refuse(`takes an address range like 10.1.2.0/24, got "${raw}"`);
   const bits = m[2] === undefined ? (isIP(m[1]!) === 4 ? 32 : 128) : Number(m[2]);
-  if (bits > (isIP(m[1]!) === 4 ? 32 : 128)) return refuse(`has a prefix too long for its address, got "${raw}"`);
+  if (bits > (isIP(m[1]!) === 4 ? 32 : 128))
+    return refuse(`has a prefix too long for its address, got "${raw}"`);
   return `${m[1]}/${bits}`;
 });
 
 /** `name=address`: a host name the egress proxy resolves to a fixed address. */
 export const hostAddress: z.ZodType<[string, string], string> = checked((raw) => {
   const m = /^([a-zA-Z0-9.-]+)=([0-9a-fA-F:.]+)$/.exec(raw.trim());
-  if (!m || isIP(m[2]!) === 0) return refuse(`takes name=address like mirror.internal=10.1.2.3, got "${raw}"`);
+  if (!m || isIP(m[2]!) === 0)
+    return refuse(`takes name=address like mirror.internal=10.1.2.3, got "${raw}"`);
   return [m[1]!.toLowerCase(), m[2]!] as [string, string];
 });
