@@ -247,6 +247,10 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
     }
   }
 
+  get commandEnv(): Record<string, string> {
+    return this.env();
+  }
+
   private env(): Record<string, string> {
     return execServerEnv(this.record, this.hasCa);
   }

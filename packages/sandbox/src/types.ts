@@ -113,6 +113,11 @@ export interface Sandbox extends EventEmitter<SandboxEvents> {
     | { mode: "proxy"; socketDir: string; socketPath: string; caCertPath?: string };
   readonly workspace: SandboxWorkspace;
   readonly executor: SandboxExecutor;
+  /**
+   * Variables every command in the sandbox must have (the egress proxy's, the trust store's): the exec-server has
+   * them, and a client that sends a command's whole environment (the engine does) adds them.
+   */
+  readonly commandEnv: Record<string, string>;
   /** Whether this sandbox was claimed from the warm pool. */
   readonly fromPool: boolean;
   status(): SandboxStatus;

@@ -18,6 +18,9 @@ import { GoalService } from "../domain/goals/service.js";
 import { KeyWatch } from "../domain/key-watch.js";
 import { KeyService } from "../domain/keys.js";
 import { MessageService } from "../domain/messages.js";
+import { SandboxEngines } from "../domain/sandboxes/engines.js";
+import { sandboxPolicyOf } from "../domain/sandboxes/policy.js";
+import { ContainerWorkspaces, LocalWorkspaces, type Workspaces } from "../domain/sandboxes/workspaces.js";
 import { SessionService } from "../domain/sessions/service.js";
 import { AUTOMATIONS_TOOL_NAME, hasAutomationsTool } from "../domain/tools.js";
 import { TurnControl } from "../domain/turns/control.js";
@@ -39,6 +42,7 @@ import type { Cluster, Rollouts } from "../platform/cluster/types.js";
 import { engineSearchPath } from "../platform/engine/codex-home.js";
 import type { Engines } from "../platform/engine/types.js";
 import { OutboundGuard } from "../platform/net/outbound-guard.js";
+import type { Sandboxes } from "../platform/sandbox/sandboxes.js";
 import { StreamClients } from "../platform/stream/clients.js";
 import { EventHub } from "../platform/stream/hub.js";
 import type { Store } from "../store/types.js";
@@ -53,6 +57,8 @@ export interface Infrastructure {
   rollouts?: Rollouts;
   /** Seals secrets at rest (default: the service's secret key, see kernel/secrets.ts). */
   secrets?: Sealer;
+  /** The container backend's sandboxes (default: none, the local backend: the engine's sandbox on this host). */
+  sandboxes?: Sandboxes;
 }
 
 export interface Core {
@@ -93,6 +99,8 @@ export interface Core {
   outbound: OutboundGuard;
   /** Uploaded files (the official Files API), per project. */
   files: FileService;
+  /** The sessions' containers (the container backend), or null (the local backend). */
+  sandboxes: Sandboxes | null;
 }
 
 export function createCore(config: Config, infra: Infrastructure): Core {
@@ -107,8 +115,20 @@ export function createCore(config: Config, infra: Infrastructure): Core {
   const keyring = secretKeyring(config, logger);
   const outbound = new OutboundGuard({ allowPrivate: config.allowPrivateTargets });
   const files = new FileService({ store, clock, logger, storage: new FileStorage(config.files.dir) });
+  const sandboxes = infra.sandboxes ?? null;
+  const workspaces = sandboxes ? new ContainerWorkspaces(sandboxes) : new LocalWorkspaces();
+  // A sandboxed session's thread gets its container's executor, the container its network policy (and secrets),
+  // once its environment is ready (the session engines wait for it first).
+  const sandboxed = sandboxes
+    ? new SandboxEngines(infra.engines, {
+        sandboxes,
+        policyOf: (session) => sandboxPolicyOf(store, session),
+        logger,
+      })
+    : infra.engines;
   const { environments, vaults, engines } = environmentsAndVaults(config, {
     ...infra,
+    engines: sandboxed,
     clock,
     cluster,
     hub,
@@ -116,6 +136,8 @@ export function createCore(config: Config, infra: Infrastructure): Core {
     keyring,
     outbound,
     files,
+    workspaces,
+    sandboxes,
   });
   const runner = new TurnRunner({ store, hub, engines, config, clock, logger, cluster, rollouts });
   engines.stopWaitsOn(runner);
@@ -131,6 +153,7 @@ export function createCore(config: Config, infra: Infrastructure): Core {
     config,
     clock,
     logger,
+    workspaces,
   });
   const book = new GoalBook(store, hub, clock, config.goals);
   const goals = new GoalService({ book, runner, control, engines, clock, logger });
@@ -197,6 +220,7 @@ export function createCore(config: Config, infra: Infrastructure): Core {
     vaults,
     outbound,
     files,
+    sandboxes,
   };
 }
 
@@ -334,7 +358,7 @@ function automationsAndWebhooks(
  */
 function environmentsAndVaults(
   config: Config,
-  deps: Infrastructure & {
+  deps: Omit<Infrastructure, "sandboxes"> & {
     clock: Clock;
     cluster: Cluster;
     hub: EventHub;
@@ -342,9 +366,11 @@ function environmentsAndVaults(
     keyring: LazySecretKeyring;
     outbound: OutboundGuard;
     files: FileService;
+    workspaces: Workspaces;
+    sandboxes: Sandboxes | null;
   },
 ) {
-  const { store, clock, logger, cluster, hub, redactor, outbound, files } = deps;
+  const { store, clock, logger, cluster, hub, redactor, outbound, files, workspaces, sandboxes } = deps;
   const keyring = deps.keyring;
   const vaults = new VaultService({
     store,
@@ -359,6 +385,7 @@ function environmentsAndVaults(
     settings: config.environments,
     logger,
     searchPath: engineSearchPath(config.dataDir),
+    sandboxes,
   });
   const environments = new EnvironmentService({
     store,
@@ -371,6 +398,7 @@ function environmentsAndVaults(
     provisioner,
     files,
     instanceId: cluster.instanceId,
+    workspaces,
   });
   const engines = new SessionEngines(deps.engines, {
     environments,

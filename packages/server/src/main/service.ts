@@ -1,5 +1,6 @@
 /** The running service: opens the store, starts the engines (and the mock model if asked), recovers, listens. */
 import { mkdirSync } from "node:fs";
+import { networkInterfaces } from "node:os";
 import { join, relative } from "node:path";
 import { MockResponsesServer, scriptedModel } from "@codex-agent-api/mock-model";
 import type { Logger } from "pino";
@@ -16,6 +17,7 @@ import {
   prepareCodexHome,
 } from "../platform/engine/codex-home.js";
 import { EnginePool } from "../platform/engine/pool.js";
+import { Sandboxes } from "../platform/sandbox/sandboxes.js";
 import { SqliteStore } from "../store/sqlite/index.js";
 import type { Store } from "../store/types.js";
 import { buildApp } from "./app.js";
@@ -82,10 +84,60 @@ async function sharedParts(store: Store, config: Config, codexHome: string, logg
   };
 }
 
+/**
+ * The container backend's sandboxes (null: the local backend). A sandbox is a container on this host: instances
+ * sharing a database each run their own sessions' containers, and a session's turns must run where its container
+ * is — which the cluster does not yet route, so the container backend is refused with `--database-url`.
+ */
+async function openSandboxes(config: Config, logger: Logger): Promise<Sandboxes | null> {
+  const c = config.sandboxes;
+  if (c.backend !== "container") return null;
+  return Sandboxes.open({
+    rootDir: c.dir,
+    ...(c.image ? { image: c.image } : {}),
+    warm: c.warm,
+    defaultSize: c.defaultSize,
+    maximums: {
+      ...(c.maxCpus !== undefined ? { cpus: c.maxCpus } : {}),
+      ...(c.maxMemoryBytes !== undefined ? { memoryBytes: c.maxMemoryBytes } : {}),
+    },
+    defaults: { pids: c.pids, diskBytes: c.diskBytes },
+    idleStopMs: c.idleStopSeconds * 1000,
+    serviceAddresses: serviceAddresses(config.host),
+    allowPrivate: c.egressAllowPrivate,
+    hosts: c.egressHosts,
+    logger,
+  });
+}
+
+/** The addresses this service listens on (a wildcard: every address of this host), never reached by a sandbox. */
+function serviceAddresses(host: string): string[] {
+  if (host !== "0.0.0.0" && host !== "::" && host !== "") return [host];
+  return Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address));
+}
+
+/** What the container backend cannot do yet, refused before anything starts. */
+export function checkSandboxConfig(config: Config): void {
+  if (config.sandboxes.backend !== "container") return;
+  if (config.databaseUrl) {
+    throw new Error(
+      "--sandbox-backend container runs each session's container on the instance that made it; instances sharing " +
+        "a database (--database-url) cannot yet route a session's turns to it: use one instance, or the local backend",
+    );
+  }
+  if (config.allowMcpStdio) {
+    throw new Error(
+      "--sandbox-backend container does not yet run stdio MCP servers in sessions' containers: drop " +
+        "--allow-mcp-stdio (HTTP MCP servers work)",
+    );
+  }
+}
+
 /** How often forgotten idempotency keys are deleted. */
 const HOUSEKEEPING_MS = 3600_000;
 
 export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
+  checkSandboxConfig(config);
   const logger = opts.logger ?? createLogger(config.logLevel);
   const clock = opts.clock ?? systemClock;
   mkdirSync(config.dataDir, { recursive: true });
@@ -124,7 +176,20 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     // Without a key no turn reaches the model anyway (each says so): nothing to probe.
     modelUrl: missingModelReason(config) ? null : home.modelUrl,
   });
-  const core = createCore(config, { store, engines, logger, clock, ...shared });
+  const sandboxes = await openSandboxes(config, logger).catch(async (err: unknown) => {
+    await engines.close();
+    await store.close();
+    await mock?.close();
+    throw err;
+  });
+  const core = createCore(config, {
+    store,
+    engines,
+    logger,
+    clock,
+    ...shared,
+    ...(sandboxes ? { sandboxes } : {}),
+  });
   // Metrics and traces observe from here on (the turns failed by recovery included).
   const observability = new Observability(core, { env: opts.telemetryEnv ?? process.env, logger });
   // Joined before anything is claimed: a claim by an instance the others do not know looks orphaned.
@@ -189,6 +254,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         app.server.closeAllConnections();
         await closing;
         await engines.close();
+        // Containers keep running (sessions' sandboxes are adopted again at the next start); the proxy stops.
+        await sandboxes?.close();
         await core.cluster.stop();
         await store.close();
         await mock?.close();

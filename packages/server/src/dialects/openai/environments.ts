@@ -3,7 +3,9 @@
  * session, their files and templates; and what a session's `environment` means when it is created (`none`,
  * `self_hosted`: this server's workspace or a directory the operator allows, `openai_hosted`: prepared here).
  */
+
 import { join } from "node:path";
+import type { ContainerSize } from "@codex-agent-api/sandbox";
 import { z } from "zod";
 import type { EnvironmentPlan } from "../../domain/environments/service.js";
 import { HostedEnvironmentParam, parseWith } from "../../domain/environments/spec.js";
@@ -46,6 +48,10 @@ export interface SessionEnvironmentChoice {
   extra: Record<string, unknown>;
   workspace: WorkspaceMode | null;
   directory: string | null;
+  /** The sandbox that holds `directory` (an environment made ahead, on the container backend). */
+  sandboxId?: string;
+  /** The official `container_size` of a new environment's sandbox. */
+  size?: ContainerSize | null;
   /** The session exists: its environment is attached or made (and prepared in the background). */
   created(session: SessionRecord): Promise<void>;
   /** The session could not be made: give back what was reserved for it. */
@@ -104,6 +110,8 @@ export async function sessionEnvironment(
       extra: { ...core.environments.attachedFields(env), vault_ids: vaultIds },
       workspace: "session",
       directory: env.directory,
+      // On the container backend an environment made ahead has a sandbox of its own (its id is the environment's).
+      ...(core.sandboxes ? { sandboxId: env.id } : {}),
       created: (session) => core.environments.attach(env, session),
       abandoned: () => core.environments.release(env.id),
     };
@@ -116,6 +124,7 @@ export async function sessionEnvironment(
     extra: { ...fields, vault_ids: vaultIds },
     workspace: "session",
     directory,
+    size: plan.size,
     created: async (session) => {
       await core.environments.createForSession(scope, session, fields, plan);
     },

@@ -190,6 +190,8 @@ export function sessionRoutes(app: App, core: Core): void {
         workspace,
         startingTurn: input !== null,
         ...(env.directory ? { directory: env.directory } : {}),
+        ...(env.sandboxId ? { sandboxId: env.sandboxId } : {}),
+        ...(env.size ? { size: env.size } : {}),
       })
       .catch(async (err: unknown) => {
         await env.abandoned();

@@ -20,7 +20,7 @@ import type { Engines, Lease, LeaseOptions } from "../../platform/engine/types.j
 import { type OutboundGuard, TargetRefused } from "../../platform/net/outbound-guard.js";
 import type { EnvironmentRecord, SessionRecord } from "../../store/types.js";
 import { HookFailure } from "../feature.js";
-import { sessionOfThreadOptions } from "../turns/thread-options.js";
+import { derivedThreadOptions, sessionOfThreadOptions } from "../turns/thread-options.js";
 import type { VaultService } from "../vaults/service.js";
 import { normaliseServerUrl } from "../vaults/urls.js";
 import type { SecretRedactor } from "./redaction.js";
@@ -128,7 +128,7 @@ export class SessionEngines implements Engines {
       }
       servers[label] = { ...raw, url: url.href };
     }
-    return { ...options, config: { ...config, mcp_servers: servers } };
+    return derivedThreadOptions(options, { ...options, config: { ...config, mcp_servers: servers } });
   }
 
   /** The options with the environment's variables and the vaults' credentials added (a copy). */
@@ -154,7 +154,7 @@ export class SessionEngines implements Engines {
       config.mcp_servers = servers;
     }
     this.deps.redactor.remember(session.id, [...Object.values(variables), ...creds.values]);
-    return { ...options, config };
+    return derivedThreadOptions(options, { ...options, config });
   }
 
   /** An HTTP MCP server with the credential matching its URL, unless it has its own Authorization. */

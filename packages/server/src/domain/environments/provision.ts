@@ -7,6 +7,10 @@
  * sight; the network as the operator allows setup to have it), with a timeout each, a minimal environment (the
  * client's variables, never the server's) and its output in a per-environment log under the data directory (secret
  * values replaced). A failure stops there: its code and the tail of its output are what the client sees.
+ *
+ * On the container backend an environment's directory is its sandbox's workspace: the server writes the files on
+ * this host, every command runs in the container (through its executor, `/workspace` as its commands see it), with
+ * the network the operator allows setup (the environment's own policy otherwise, and always after setup).
  */
 import { spawn } from "node:child_process";
 import { appendFileSync, existsSync, mkdirSync, statSync } from "node:fs";
@@ -15,9 +19,12 @@ import type { Logger } from "pino";
 import type { EnvironmentSettings } from "../../config/load.js";
 import { SETUP_PERMISSION_PROFILE } from "../../platform/engine/codex-home.js";
 import type { Engines } from "../../platform/engine/types.js";
+import type { Sandboxes } from "../../platform/sandbox/sandboxes.js";
 import { writeUpload } from "../../platform/workspace/upload.js";
 import type { EnvironmentError } from "../../store/types.js";
 import { ContentMissingError, copyContents } from "../files/storage.js";
+import { CONTAINER_PATH, SANDBOX_CWD } from "../sandboxes/paths.js";
+import { networkOf } from "../sandboxes/policy.js";
 import type { EnvironmentSpec, FileSpec } from "./spec.js";
 
 /** Where an environment's packages go, inside its directory. */
@@ -61,6 +68,8 @@ export interface ProvisionJob {
   /** Replaces secret values in text that leaves the server's hands (the log, the error message). */
   redact: (text: string) => string;
   logFile: string;
+  /** The sandbox whose workspace `directory` is (the container backend): setup runs there. */
+  sandboxId?: string | null;
 }
 
 export type ProvisionResult = { ok: true } | { ok: false; error: EnvironmentError };
@@ -89,6 +98,8 @@ const failure = (code: string, message: string): ProvisionResult => ({
 export class Provisioner {
   /** Running command ids per environment (to stop them). */
   private readonly running = new Map<string, Set<string>>();
+  /** Setup commands running in sandboxes, per environment (to stop them). */
+  private readonly aborts = new Map<string, AbortController>();
   private readonly cancelled = new Set<string>();
 
   constructor(
@@ -98,18 +109,34 @@ export class Provisioner {
       logger: Logger;
       /** The PATH setup commands start from (the engine's: platform/engine/codex-home.ts `engineSearchPath`). */
       searchPath: string;
+      /** The container backend's sandboxes (null: the local backend). */
+      sandboxes?: Sandboxes | null;
     },
   ) {}
 
   /** Prepares the environment's directory; never throws (a failure is the result). */
   async run(job: ProvisionJob): Promise<ProvisionResult> {
+    const sandboxes = this.deps.sandboxes;
     try {
-      return await this.steps(job);
+      if (!job.sandboxId) return await this.steps(job);
+      if (!sandboxes) throw new Error("this server has no container sandboxes");
+      this.aborts.set(job.id, new AbortController());
+      const own = networkOf(job.spec.network);
+      await sandboxes.updateNetwork(
+        job.sandboxId,
+        this.deps.settings.setupNetwork ? { access: "enabled" } : own,
+      );
+      try {
+        return await this.steps(job);
+      } finally {
+        await sandboxes.updateNetwork(job.sandboxId, own).catch(() => undefined);
+      }
     } catch (err) {
       this.deps.logger.error({ environment: job.id, err: String(err) }, "environment preparation failed");
       return failure("internal_error", job.redact(`The environment could not be prepared: ${String(err)}`));
     } finally {
       this.running.delete(job.id);
+      this.aborts.delete(job.id);
       this.cancelled.delete(job.id);
     }
   }
@@ -117,6 +144,7 @@ export class Provisioner {
   /** Stops an environment's preparation (its session is gone): the running command is terminated. */
   cancel(id: string): void {
     this.cancelled.add(id);
+    this.aborts.get(id)?.abort();
     for (const processId of this.running.get(id) ?? []) {
       this.deps.engines.call("command/exec/terminate", { processId }).catch(() => undefined);
     }
@@ -142,11 +170,14 @@ export class Provisioner {
       }
     }
     if (spec.files.length > 0) log(`== ${spec.files.length} file(s) written\n`);
-    const layout = packageLayout(directory, spec);
+    // The directory as the commands see it (in a container: its workspace), and where they start from.
+    const boxed = Boolean(job.sandboxId);
+    const root = boxed ? SANDBOX_CWD : directory;
+    const layout = packageLayout(root, spec);
     const baseEnv: Record<string, string> = {
-      HOME: directory,
+      ...(boxed ? {} : { HOME: directory }),
       SHLVL: "1",
-      PATH: [...layout.path, this.deps.searchPath].join(":"),
+      PATH: [...layout.path, boxed ? CONTAINER_PATH : this.deps.searchPath].join(":"),
       ...layout.env,
       ...job.extraEnv,
       ...spec.env,
@@ -166,13 +197,13 @@ export class Provisioner {
               "install",
               "--global",
               "--prefix",
-              join(directory, NPM_PREFIX),
+              join(root, NPM_PREFIX),
               "--no-audit",
               "--no-fund",
               "--loglevel=warn",
               ...spec.packages.npm,
             ],
-            directory,
+            root,
             {
               ...baseEnv,
               npm_config_cache: "/tmp/.npm-cache",
@@ -193,7 +224,13 @@ export class Provisioner {
         what: "python virtualenv",
         code: "package_install_failed",
         run: () =>
-          this.exec(job, "venv", [settings.python, "-m", "venv", join(directory, VENV)], directory, pipEnv),
+          this.exec(
+            job,
+            "venv",
+            [boxed ? "python3" : settings.python, "-m", "venv", join(root, VENV)],
+            root,
+            pipEnv,
+          ),
       });
       steps.push({
         what: "pip install",
@@ -203,14 +240,14 @@ export class Provisioner {
             job,
             "pip",
             [
-              join(directory, VENV, "bin", "python"),
+              join(root, VENV, "bin", "python"),
               "-m",
               "pip",
               "install",
               "--no-input",
               ...spec.packages.python,
             ],
-            directory,
+            root,
             pipEnv,
           ),
       });
@@ -236,7 +273,13 @@ export class Provisioner {
               timedOut: false,
             });
           }
-          return this.exec(job, `setup${i + 1}`, ["bash", "-c", `exec 2>&1\n${c.command}`], cwd, baseEnv);
+          return this.exec(
+            job,
+            `setup${i + 1}`,
+            ["bash", "-c", `exec 2>&1\n${c.command}`],
+            join(root, c.cwd),
+            baseEnv,
+          );
         },
       });
     }
@@ -256,6 +299,27 @@ export class Provisioner {
     return { ok: true };
   }
 
+  /** One command in the job's container, through its executor (cwd and env as the container sees them). */
+  private async execInSandbox(
+    job: ProvisionJob & { sandboxId: string },
+    command: string[],
+    cwd: string,
+    env: Record<string, string>,
+  ): Promise<StepResult> {
+    const sandboxes = this.deps.sandboxes;
+    if (!sandboxes) throw new Error("this server has no container sandboxes");
+    const r = await sandboxes.run(job.sandboxId, command.map(shellQuote).join(" "), {
+      cwd,
+      env,
+      timeoutMs: this.deps.settings.setupTimeoutSeconds * 1000,
+      ...(this.aborts.get(job.id) ? { signal: this.aborts.get(job.id)!.signal } : {}),
+    });
+    const output = r.stderr
+      ? `${r.stdout}${r.stdout.endsWith("\n") || !r.stdout ? "" : "\n"}${r.stderr}`
+      : r.stdout;
+    return { exitCode: r.exitCode ?? (r.timedOut ? 124 : -1), output, timedOut: r.timedOut };
+  }
+
   /** One command in the engine's sandbox (`command/exec`), output merged, under the setup profile. */
   private async exec(
     job: ProvisionJob,
@@ -264,6 +328,13 @@ export class Provisioner {
     cwd: string,
     env: Record<string, string>,
   ): Promise<StepResult> {
+    if (job.sandboxId) {
+      return this.execInSandbox({ ...job, sandboxId: job.sandboxId }, command, cwd, env).catch((err) => ({
+        exitCode: -1,
+        output: `the sandbox could not run the command: ${(err as Error).message}\n`,
+        timedOut: false,
+      }));
+    }
     const processId = `env-${job.id}-${name}`;
     const ids = this.running.get(job.id) ?? new Set<string>();
     ids.add(processId);
@@ -333,4 +404,9 @@ export class Provisioner {
       });
     });
   }
+}
+
+/** One argument as the shell reads it back. */
+function shellQuote(arg: string): string {
+  return /^[A-Za-z0-9_./:=@%+-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
 }

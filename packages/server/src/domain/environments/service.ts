@@ -15,6 +15,7 @@
  */
 import { rmSync, statSync } from "node:fs";
 import { basename, join, relative, resolve, sep } from "node:path";
+import type { ContainerSize } from "@codex-agent-api/sandbox";
 import type { Logger } from "pino";
 import type { Config } from "../../config/load.js";
 import type { Clock } from "../../kernel/clock.js";
@@ -44,7 +45,10 @@ import type {
 } from "../../store/types.js";
 import type { FileService } from "../files/service.js";
 import { ContentMissingError, copyContents } from "../files/storage.js";
+import { SANDBOX_CWD } from "../sandboxes/paths.js";
+import type { Workspaces } from "../sandboxes/workspaces.js";
 import type { EnvironmentThread } from "../turns/thread-options.js";
+import { sandboxIdOf } from "../turns/thread-options.js";
 import { type Keyring, newObjectId, sealedContext, type VaultService } from "../vaults/service.js";
 import { type Provisioner, type ProvisionResult, packageLayout } from "./provision.js";
 import { redactValues } from "./redaction.js";
@@ -79,6 +83,8 @@ interface EnvironmentSecrets {
 export interface EnvironmentPlan {
   spec: EnvironmentSpec;
   vaultIds: string[];
+  /** The official `container_size` (the container backend's limits; null: the operator's default size). */
+  size: ContainerSize | null;
 }
 
 /** What a session made with an environment keeps about it (its `extra`). */
@@ -101,6 +107,11 @@ export interface EnvironmentDeps {
   /** Files API uploads (what `file_id` references name). */
   files: FileService;
   instanceId: string;
+  /**
+   * Where environments made ahead get their workspace (the container backend: a sandbox of their own, whose id is
+   * the environment's; a session made with it works in that sandbox).
+   */
+  workspaces: Workspaces;
 }
 
 /** Why an environment whose preparation a shutdown cut short has failed. */
@@ -134,7 +145,8 @@ export class EnvironmentService {
     vaultIds: readonly string[],
     where: string,
   ): Promise<EnvironmentPlan> {
-    if (!isolated(this.deps.config)) {
+    const containers = this.deps.workspaces.backend === "container";
+    if (!containers && !isolated(this.deps.config)) {
       throw unsupported(
         `'${where}': this server runs agents without a sandbox (--sandbox danger-full-access), so it cannot ` +
           "prepare an environment with the isolation and network policy one promises",
@@ -156,15 +168,15 @@ export class EnvironmentService {
     await this.resolveFiles(scope, spec.files, where, template?.id ?? null);
     checkEnforceable(
       spec,
-      { systemInstaller: this.deps.config.environments.systemInstaller !== null },
+      { systemInstaller: this.deps.config.environments.systemInstaller !== null, containers },
       where,
     );
-    return { spec, vaultIds: [...vaultIds] };
+    return { spec, vaultIds: [...vaultIds], size: raw.container_size ?? null };
   }
 
   /** What a session keeps about the environment it is made with (public parts only). */
   sessionFields(id: string, plan: EnvironmentPlan, directory: string): SessionEnvironment {
-    const layout = packageLayout(directory, plan.spec);
+    const layout = packageLayout(this.commandRoot(directory), plan.spec);
     return {
       environment: "openai_hosted",
       environment_id: id,
@@ -208,14 +220,27 @@ export class EnvironmentService {
       await tx.insertEnvironment(env);
       log({ type: "environment.updated", data: { environment: stateOf(env) } });
     });
-    this.startProvisioning(env, plan.spec, sessionVaults(session));
+    this.startProvisioning(env, plan.spec, sessionVaults(session), sandboxIdOf(session));
     return env;
   }
 
-  /** environments.create: an environment made ahead of a session (its own directory under the workspace root). */
+  /** The environment's directory as its commands see it (in a container: the workspace). */
+  private commandRoot(directory: string): string {
+    return this.deps.workspaces.backend === "container" ? SANDBOX_CWD : directory;
+  }
+
+  /**
+   * environments.create: an environment made ahead of a session (its own directory under the workspace root; on
+   * the container backend, a sandbox of its own).
+   */
   async createAhead(scope: Scope, plan: EnvironmentPlan): Promise<EnvironmentRecord> {
     const id = newObjectId("env_");
-    const directory = join(this.deps.config.workspaceRoot, id);
+    const { directory } = await this.deps.workspaces.provide({
+      id,
+      directory: join(this.deps.config.workspaceRoot, id),
+      shared: false,
+      size: plan.size,
+    });
     const fields = this.sessionFields(id, plan, directory);
     const now = this.deps.clock.now();
     const env: EnvironmentRecord = {
@@ -234,7 +259,7 @@ export class EnvironmentService {
       owner_instance: this.deps.instanceId,
     };
     await this.deps.store.insertEnvironment(env);
-    this.startProvisioning(env, plan.spec, []);
+    this.startProvisioning(env, plan.spec, [], this.deps.workspaces.backend === "container" ? id : null);
     return env;
   }
 
@@ -265,7 +290,7 @@ export class EnvironmentService {
 
   /** What a session made with an environment made ahead keeps about it. */
   attachedFields(env: EnvironmentRecord): SessionEnvironment {
-    const layout = packageLayout(env.directory, env.config);
+    const layout = packageLayout(this.commandRoot(env.directory), env.config);
     return {
       environment: "openai_hosted",
       environment_id: env.id,
@@ -416,7 +441,12 @@ export class EnvironmentService {
   private readonly preparing = new InFlight();
   private readonly preparingIds = new Set<string>();
 
-  private startProvisioning(env: EnvironmentRecord, spec: EnvironmentSpec, sessionVaultIds: string[]): void {
+  private startProvisioning(
+    env: EnvironmentRecord,
+    spec: EnvironmentSpec,
+    sessionVaultIds: string[],
+    sandboxId: string | null,
+  ): void {
     if (this.closing) return; // stays pending: the next start fails it (recover)
     this.preparingIds.add(env.id);
     const work = (async () => {
@@ -434,6 +464,7 @@ export class EnvironmentService {
           extraEnv: creds.env,
           redact: (text) => redactValues(text, secretValues),
           logFile: join(this.deps.config.dataDir, "environments", env.id, "setup.log"),
+          sandboxId,
         });
       } catch (err) {
         result = {

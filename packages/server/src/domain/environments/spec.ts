@@ -396,15 +396,32 @@ export function merge(
  */
 export function checkEnforceable(
   spec: EnvironmentSpec,
-  opts: { systemInstaller: boolean },
+  opts: { systemInstaller: boolean; containers: boolean },
   where: string,
 ): void {
-  if (spec.network.access === "restricted") {
+  if (spec.network.access === "restricted" && !opts.containers) {
     throw unsupported(
       `'${where}.network': access 'restricted' (domain allow or block lists) cannot be enforced by this server's ` +
-        "sandbox, which has no egress proxy: use 'disabled' or 'enabled'",
+        "sandbox, which has no egress proxy: use 'disabled' or 'enabled' (or run the server with " +
+        "--sandbox-backend container)",
       `${where}.network.access`,
       "unsupported_network_policy",
+    );
+  }
+  if (opts.containers && spec.packages.system.length > 0) {
+    throw unsupported(
+      `'${where}.packages.system': system packages are not installed into this server's containers (the agent ` +
+        "has no root there); use an image that has them (--sandbox-image)",
+      `${where}.packages.system`,
+      "unsupported_system_packages",
+    );
+  }
+  if (opts.containers && spec.packages.npm.length > 0) {
+    throw unsupported(
+      `'${where}.packages.npm': npm packages are not installed on this server's container backend yet (its ` +
+        "default image has Node.js without npm): install them from a setup command in an image that has npm",
+      `${where}.packages.npm`,
+      "unsupported_npm_packages",
     );
   }
   if (spec.packages.system.length > 0 && !opts.systemInstaller) {

@@ -1,6 +1,6 @@
 /** Sessions: create, read, change, list, delete and expire them, within the caller's project. */
-import { mkdirSync, rmSync } from "node:fs";
 import { basename, join } from "node:path";
+import type { ContainerSize } from "@codex-agent-api/sandbox";
 import type { Logger } from "pino";
 import type { Config } from "../../config/load.js";
 import type { Clock, Timer } from "../../kernel/clock.js";
@@ -13,6 +13,7 @@ import type { Page, SessionListOptions, SessionRecord, Store, TurnRecord } from 
 import type { AgentFields, AgentService } from "../agents.js";
 import type { SessionHooks } from "../feature.js";
 import { newId } from "../ids.js";
+import type { Workspaces } from "../sandboxes/workspaces.js";
 import { DEFAULT_SETTINGS, mergeSettings, settingsOf } from "../settings.js";
 import { sameFunctionTools } from "../tools.js";
 import type { TurnControl } from "../turns/control.js";
@@ -37,6 +38,8 @@ export interface SessionDeps {
   config: Config;
   clock: Clock;
   logger: Logger;
+  /** Where workspaces are made: a directory here, or a sandbox (the container backend). */
+  workspaces: Workspaces;
 }
 
 export class SessionService {
@@ -55,6 +58,10 @@ export class SessionService {
       startingTurn?: boolean;
       /** A directory chosen for it (an environment made ahead, a self-hosted directory) instead of its own. */
       directory?: string;
+      /** The sandbox that already holds `directory` (an environment made ahead, on the container backend). */
+      sandboxId?: string | null;
+      /** The official `container_size` of its sandbox (the container backend). */
+      size?: ContainerSize | null;
     },
   ): Promise<SessionRecord> {
     const { store, hub, config, clock } = this.deps;
@@ -71,6 +78,18 @@ export class SessionService {
     }
     const now = clock.now();
     const id = newId("sess_");
+    const ws =
+      opts.sandboxId !== undefined && opts.directory !== undefined
+        ? { directory: opts.directory, sandboxId: opts.sandboxId }
+        : await this.deps.workspaces.provide({
+            id,
+            directory:
+              opts.directory ??
+              (opts.workspace === "session" ? join(config.workspaceRoot, id) : config.workspaceRoot),
+            // Several sessions work in the shared root; a chosen directory is never deleted with the session.
+            shared: opts.directory !== undefined || opts.workspace === "shared",
+            size: opts.size ?? null,
+          });
     const session: SessionRecord = {
       id,
       project_id: scope.projectId,
@@ -86,9 +105,7 @@ export class SessionService {
       tools: f.tools ?? base.tools ?? [],
       metadata: f.metadata ?? {},
       thread_id: null,
-      workspace:
-        opts.directory ??
-        (opts.workspace === "session" ? join(config.workspaceRoot, id) : config.workspaceRoot),
+      workspace: ws.directory,
       usage: { ...ZERO_USAGE },
       error: null,
       active_turn_id: null,
@@ -98,10 +115,10 @@ export class SessionService {
       extra: {
         ...f.extra,
         workspace_mode: opts.workspace,
+        ...(ws.sandboxId ? { sandbox_id: ws.sandboxId } : {}),
         settings: mergeSettings(settings, f.settings ?? {}),
       },
     };
-    mkdirSync(session.workspace, { recursive: true, mode: 0o700 });
     await hub.commit(id, async (tx, log) => {
       await tx.insertSession(session);
       log({ type: "session.created", data: { session } });
@@ -218,9 +235,10 @@ export class SessionService {
     this.deps.hub.closeSession(s.id);
     if (s.thread_id) this.deps.engines.forget(s.thread_id);
     await this.deps.store.deleteSession(s.id);
-    if (s.extra.workspace_mode === "session" && basename(s.workspace) === s.id) {
-      rmSync(s.workspace, { recursive: true, force: true });
-    }
+    const own = s.extra.workspace_mode === "session" && basename(s.workspace) === s.id;
+    const sandboxId = typeof s.extra.sandbox_id === "string" ? s.extra.sandbox_id : null;
+    // Its sandbox goes with it (an environment's made ahead expires with its session); a shared directory stays.
+    await this.deps.workspaces.release({ directory: s.workspace, sandboxId, shared: !own });
     this.runHooks("afterDelete", s);
   }
 }

@@ -49,7 +49,7 @@ import { engineEffort, settingsOf } from "../settings.js";
 import { addUsage, toUsage } from "../usage.js";
 import { type ActionAnswer, TurnActions, unknownPendingCall } from "./actions.js";
 import { TurnRecorder } from "./recorder.js";
-import { threadOptionsFor } from "./thread-options.js";
+import { executionEnvironmentsOf, threadOptionsFor } from "./thread-options.js";
 
 export interface RunnerDeps {
   store: Store;
@@ -578,7 +578,7 @@ export class TurnRunner {
       active.recorder.attach(lease.thread);
       for (const h of this.hooks) await h.beforeTurn?.(active.session, active.turn);
       if (active.stop) throw new StoppedError();
-      const turnOptions = { ...engineTurnOptions(session), ...lease.turnOptions };
+      const turnOptions = engineTurnOptions(session);
       const engineTurn = active.goal
         ? await active.goal.start(lease.thread, items, turnOptions, () =>
             this.runHooks("afterEngineTurn", active, active.turn),
@@ -738,9 +738,11 @@ function engineTurnOptions(session: SessionRecord): TurnOptions {
   const settings = settingsOf(session.extra);
   const effort = engineEffort(settings.reasoning.effort);
   const format = settings.text.format;
+  const environments = executionEnvironmentsOf(session);
   return {
     model: session.model,
     approvalPolicy: settings.approval_policy,
+    ...(environments ? { environments } : {}),
     ...(effort !== undefined ? { effort } : {}),
     ...(settings.reasoning.summary !== null ? { summary: settings.reasoning.summary } : {}),
     ...(format.type === "json_schema" ? { outputSchema: format.schema } : {}),

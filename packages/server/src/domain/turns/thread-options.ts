@@ -1,8 +1,9 @@
-import type { ServerRequestHandler, ThreadOptions } from "@codex-agent-api/codex";
+import type { ServerRequestHandler, ThreadEnvironmentParams, ThreadOptions } from "@codex-agent-api/codex";
 import type { Config } from "../../config/load.js";
 import { engineSearchPath, isolated, PERMISSION_PROFILE } from "../../platform/engine/codex-home.js";
 import type { SessionRecord } from "../../store/types.js";
 import { AUTOMATIONS_TOOL_SPEC } from "../automations/tool-spec.js";
+import { CONTAINER_PATH, SANDBOX_CWD } from "../sandboxes/paths.js";
 import { settingsOf } from "../settings.js";
 import { functionTools, hasAutomationsTool, type McpTool, mcpTools, toolsOf } from "../tools.js";
 
@@ -10,6 +11,13 @@ import { functionTools, hasAutomationsTool, type McpTool, mcpTools, toolsOf } fr
 const built = new WeakMap<ThreadOptions, SessionRecord>();
 export const sessionOfThreadOptions = (options: ThreadOptions): SessionRecord | undefined =>
   built.get(options);
+
+/** Options derived from a session's (a decorator's additions): still known as that session's. */
+export function derivedThreadOptions(from: ThreadOptions, to: ThreadOptions): ThreadOptions {
+  const session = built.get(from);
+  if (session) built.set(to, session);
+  return to;
+}
 
 /**
  * What a session's environment adds to its thread (set when the environment is made: domain/environments): the
@@ -20,6 +28,22 @@ export interface EnvironmentThread {
   network: boolean;
   env: Record<string, string>;
   path: string[];
+}
+
+/** The sandbox a session's commands run in (the container backend), or null: the engine's sandbox on this host. */
+export function sandboxIdOf(session: SessionRecord): string | null {
+  const id = session.extra.sandbox_id;
+  return typeof id === "string" && id !== "" ? id : null;
+}
+
+/**
+ * The execution environment of a sandboxed session's thread (its sandbox's executor, added to the engine as
+ * `environment/add` under the sandbox's id), for every thread start and every turn: the engine does not take a
+ * resumed thread's environments from its rollout.
+ */
+export function executionEnvironmentsOf(session: SessionRecord): ThreadEnvironmentParams[] | undefined {
+  const id = sandboxIdOf(session);
+  return id ? [{ environmentId: id, cwd: SANDBOX_CWD }] : undefined;
 }
 
 export function environmentThreadOf(session: SessionRecord): EnvironmentThread | null {
@@ -46,29 +70,39 @@ export function threadOptionsFor(
   const settings = settingsOf(session.extra);
   const webSearch = toolsOf(session.tools).find((t) => t.type === "web_search");
   const asks = settings.approval_policy !== "never";
+  const sandbox = sandboxIdOf(session);
   const mcp = Object.fromEntries(
-    mcpTools(session.tools).map((t) => [t.server_label, mcpServerConfig(t, asks)]),
+    mcpTools(session.tools).map((t) => [t.server_label, mcpServerConfig(t, asks, sandbox)]),
   );
   const environment = environmentThreadOf(session);
+  const environments = executionEnvironmentsOf(session);
+  // A sandboxed session's commands run in its container (the container is their sandbox: its own file system,
+  // network and limits); otherwise under the engine's permission profile on this host.
+  const profile = isolated(config) && !environments;
   const options: ThreadOptions = {
-    cwd: session.workspace,
+    cwd: environments ? SANDBOX_CWD : session.workspace,
     model: session.model,
-    ...(isolated(config) ? {} : { sandbox: config.sandbox }),
+    ...(environments ? { sandbox: "danger-full-access", environments } : {}),
+    ...(!environments && !isolated(config) ? { sandbox: config.sandbox } : {}),
     approvalPolicy: settings.approval_policy,
     config: {
       shell_environment_policy: {
         set: {
-          HOME: session.workspace,
-          ...environmentVariables(environment, engineSearchPath(config.dataDir)),
+          // (The engine sends its own variables with each command: in a container, its paths.)
+          ...(environments ? { HOME: SANDBOX_CWD, PATH: CONTAINER_PATH } : { HOME: session.workspace }),
+          ...environmentVariables(
+            environment,
+            environments ? CONTAINER_PATH : engineSearchPath(config.dataDir),
+          ),
         },
       },
       // An environment with the network: the profile's network, for this thread only (same profile otherwise).
-      ...(environment?.network && isolated(config)
+      ...(environment?.network && profile
         ? { permissions: { [PERMISSION_PROFILE]: { network: { enabled: true } } } }
         : {}),
       // Also per thread (sent again on every resume): a thread first started elsewhere, or under an older
       // configuration, runs under the profile from now on.
-      ...(isolated(config) ? { default_permissions: PERMISSION_PROFILE } : {}),
+      ...(profile ? { default_permissions: PERMISSION_PROFILE } : {}),
       web_search: webSearch?.type === "web_search" ? webSearch.mode : "disabled",
       features: { multi_agent: settings.multi_agent.enabled },
       ...(settings.multi_agent.enabled && settings.multi_agent.max_concurrent_subagents !== null
@@ -108,7 +142,7 @@ function environmentVariables(
  * `bearer_token` and would otherwise need it in its config files). Tool calls run without asking unless the
  * approval policy asks, in which case each call is an approval request.
  */
-function mcpServerConfig(t: McpTool, asks: boolean): Record<string, unknown> {
+function mcpServerConfig(t: McpTool, asks: boolean, sandbox: string | null): Record<string, unknown> {
   const transport = t.transport;
   const common = {
     ...(t.allowed_tools ? { enabled_tools: t.allowed_tools } : {}),
@@ -120,7 +154,10 @@ function mcpServerConfig(t: McpTool, asks: boolean): Record<string, unknown> {
       command: transport.command,
       args: transport.args,
       env: transport.env,
-      ...(transport.cwd ? { cwd: transport.cwd } : {}),
+      // In a sandboxed session the server runs in its container, like the agent's commands (the engine needs a
+      // cwd there).
+      ...(sandbox ? { environment_id: sandbox, cwd: transport.cwd ?? SANDBOX_CWD } : {}),
+      ...(!sandbox && transport.cwd ? { cwd: transport.cwd } : {}),
       ...common,
     };
   }

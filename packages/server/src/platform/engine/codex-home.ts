@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { delimiter, join } from "node:path";
 import {
   BWRAP_HELPER_DIR,
@@ -140,8 +140,32 @@ export function prepareCodexHome(
     join(codexHome, "config.toml"),
     engineConfigToml(config, providerUrl, { readable: helperDir ? [helperDir] : [] }),
   );
+  writeEnvironments(codexHome, config.sandboxes.backend === "container");
   if (config.provider.kind !== "mock" && config.provider.apiKey) env[MODEL_KEY_ENV] = config.provider.apiKey;
   return { codexHome, env, modelUrl: providerUrl, bwrap: system && { ...system, helperDir } };
+}
+
+/**
+ * The engine's execution environments (`environments.toml`). On the container backend the engine has no local
+ * one: a thread whose container's executor was not added (a resumed thread the engine took from its rollout, an
+ * executor gone) fails its commands instead of running them on this host. On the local backend, no file: the
+ * engine's default (local execution).
+ */
+function writeEnvironments(codexHome: string, containers: boolean): void {
+  const path = join(codexHome, "environments.toml");
+  if (!containers) {
+    rmSync(path, { force: true });
+    return;
+  }
+  writeFileSync(
+    path,
+    [
+      "# Written by codex-agent-api: no command runs on this host.",
+      'default = "none"',
+      "include_local = false",
+      "",
+    ].join("\n"),
+  );
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { ExecutionEnvironment, Thread, ThreadOptions, TurnOptions } from "@codex-agent-api/codex";
+import type { ExecutionEnvironment, Thread, ThreadOptions } from "@codex-agent-api/codex";
 import type { ModelStatus } from "./model-health.js";
 
 /** A session's engine thread, held while a turn (or goal housekeeping) runs on it. */
@@ -6,8 +6,6 @@ export interface Lease {
   thread: Thread;
   /** Index of the engine process that holds the thread. */
   engine: number;
-  /** Options every engine turn of this lease takes (a sandboxed thread's execution environment). */
-  turnOptions?: Partial<TurnOptions>;
   release(): void;
 }
 

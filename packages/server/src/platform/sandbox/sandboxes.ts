@@ -87,6 +87,8 @@ export interface SessionSandbox {
   /** What the engine is given with `environment/add`. */
   executor: { environmentId: string; url: string; token: string };
   limits: SandboxLimits;
+  /** Variables every command there needs (its proxy, its trust store). */
+  env: Record<string, string>;
   sandbox: Sandbox;
 }
 
@@ -102,6 +104,8 @@ const CA_DIR = "egress-ca";
 
 export class Sandboxes {
   private readonly endpoints = new Map<string, EgressEndpoint>();
+  /** Network changes per sandbox, one after the other (a turn's lease and an environment's setup may overlap). */
+  private readonly networkChanges = new Map<string, Promise<void>>();
   private closed = false;
 
   private constructor(
@@ -160,8 +164,7 @@ export class Sandboxes {
     this.assertOpen();
     const live = this.backend.get(id);
     if (live) {
-      if (req && !this.endpoints.has(id))
-        await this.setNetwork(id, live, req.network, req.secrets ?? NO_SECRETS);
+      if (req) await this.setNetwork(id, live, req.network, req.secrets ?? NO_SECRETS);
       return this.view(live);
     }
     const adopted = await this.backend.adopt(id);
@@ -213,7 +216,23 @@ export class Sandboxes {
     await this.backend.close();
   }
 
-  private async setNetwork(
+  private setNetwork(
+    id: string,
+    sandbox: Sandbox,
+    network: SandboxNetwork,
+    secrets: SandboxSecrets,
+  ): Promise<void> {
+    const previous = this.networkChanges.get(id) ?? Promise.resolve();
+    const next = previous.catch(() => undefined).then(() => this.applyNetwork(id, sandbox, network, secrets));
+    const settled = next.catch(() => undefined);
+    this.networkChanges.set(id, settled);
+    void settled.then(() => {
+      if (this.networkChanges.get(id) === settled) this.networkChanges.delete(id);
+    });
+    return next;
+  }
+
+  private async applyNetwork(
     id: string,
     sandbox: Sandbox,
     network: SandboxNetwork,
@@ -261,6 +280,7 @@ export class Sandboxes {
       cwd: "/workspace",
       executor: { environmentId: sandbox.id, url: sandbox.executor.url, token: sandbox.executor.token },
       limits: sandbox.limits,
+      env: sandbox.commandEnv,
       sandbox,
     };
   }

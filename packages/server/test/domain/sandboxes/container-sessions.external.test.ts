@@ -1,0 +1,214 @@
+// Sessions on the container backend (real Podman, the real engine, the scripted model, the official npm SDK): each
+// session's commands run in a container of its own (its workspace, nothing of this host), with no network unless its
+// environment allows it (restricted: the egress proxy's allowlist), its environment prepared inside; a restart
+// adopts the containers again; a deleted session's container and workspace are gone. The test hosts are on this
+// machine under names the proxy resolves (mirror.test, other.test → 127.0.0.6, an allowed private address).
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import { join } from "node:path";
+import type OpenAI from "openai";
+import type { AgentSessionEvent } from "openai/resources/beta/agents/agents";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { commandOutputs, pythonWheel, shell } from "../../support/environment-helpers.js";
+import { cleanup, type ServerFixture, startServer, waitFor } from "../../support/fixture.js";
+import { messageEvent, sdk } from "../../support/openai-helpers.js";
+import { ensureSandboxImage, mountsUnder, sandboxRoot } from "../../support/sandbox.js";
+
+const root = sandboxRoot("sess");
+const dataDir = sandboxRoot("sess-data");
+const args = [
+  "--sandbox-backend",
+  "container",
+  "--sandbox-dir",
+  root,
+  "--sandbox-size",
+  "small",
+  "--sandbox-disk",
+  "256",
+  "--sandbox-max-memory",
+  "256",
+  "--egress-allow-private",
+  "127.0.0.6/32",
+  "--egress-host",
+  "mirror.test=127.0.0.6",
+  "--egress-host",
+  "other.test=127.0.0.6",
+];
+let f: ServerFixture;
+let client: OpenAI;
+let mirror: Server;
+const sessions: string[] = [];
+
+beforeAll(async () => {
+  await ensureSandboxImage();
+  mirror = createServer((req, res) => res.end(`mirror says hi to ${req.headers.host}\n`));
+  await new Promise<void>((resolve, reject) => {
+    mirror.once("error", reject);
+    mirror.listen(80, "127.0.0.6", () => resolve());
+  });
+  f = await startServer({ args, dataDir });
+  client = sdk(f);
+}, 300_000);
+
+afterAll(async () => {
+  for (const id of sessions) await client?.beta.agents.sessions.delete(id).catch(() => undefined);
+  await f?.close();
+  mirror?.close();
+  expect(mountsUnder(root)).toEqual([]);
+  rmSync(root, { recursive: true, force: true });
+  cleanup(dataDir);
+}, 120_000);
+
+const b64 = (s: string | Buffer) => Buffer.from(s).toString("base64");
+
+/** A new session whose first turn runs `cmd` (a streamed create: it returns once the turn has ended). */
+async function start(cmd: string, environment?: Record<string, unknown>) {
+  const stream = await client.beta.agents.sessions.create({
+    agent: { model: "mock-model" },
+    // (no environment: the server's own workspace, as a self-hosted environment)
+    environment: (environment ?? { type: "self_hosted" }) as never,
+    input: shell(cmd),
+    stream: true,
+  });
+  const events: AgentSessionEvent[] = [];
+  for await (const e of stream) events.push(e);
+  const created = events.find((e) => e.type === "agent.session.created") as { session: { id: string } };
+  const id = created.session.id;
+  sessions.push(id);
+  return { id, events, output: (await commandOutputs(client, id)).join("\n") };
+}
+
+/** Another turn of the session running `cmd`: what its command printed. */
+async function send(id: string, cmd: string): Promise<string> {
+  const before = (await commandOutputs(client, id)).length;
+  await client.beta.agents.sessions.events.create(id, { events: [messageEvent(shell(cmd))] });
+  const outputs = await waitFor(
+    async () => {
+      const s = await client.beta.agents.sessions.retrieve(id);
+      const out = await commandOutputs(client, id);
+      return s.status === "idle" && out.length > before ? out : null;
+    },
+    60_000,
+    "the turn's command",
+  );
+  return (outputs ?? []).slice(before).join("\n");
+}
+
+const workspaceOf = async (id: string) => (await f.service.core.store.getSession(id))!.workspace;
+const curl = (url: string) => `curl -s -m 10 -w ' [%{http_code}]' ${url}; echo " rc=$?"`;
+
+describe("sessions on the container backend", () => {
+  let first: string;
+
+  it("a session's commands run in its own container: its workspace, its user, nothing of this host", async () => {
+    const { id, output } = await start(
+      `id -u; pwd; echo made-here > made.txt; ls -A /workspace; test -e ${f.dataDir} && echo SEES-HOST || echo NO-HOST`,
+    );
+    first = id;
+    expect(output).toMatch(/^1000\n\/workspace\n/);
+    expect(output).toContain("made.txt");
+    expect(output).toContain("NO-HOST");
+    const session = await f.service.core.store.getSession(id);
+    expect(session?.extra.sandbox_id).toBe(id);
+    // The workspace the container wrote is on this host (checkpoints, artifacts read it there).
+    expect(readFileSync(join(session!.workspace, "made.txt"), "utf8")).toBe("made-here\n");
+    expect(session!.workspace.startsWith(root)).toBe(true);
+  });
+
+  it("a command over the container's memory is killed; the session and its container go on", async () => {
+    const output = await send(
+      first,
+      `python3 -c 'x = bytearray(600 * 1024 * 1024); print(len(x))'; echo "rc=$?"; cat made.txt`,
+    );
+    expect(output).toMatch(/rc=137/);
+    expect(output).toContain("made-here");
+  });
+
+  it("another session sees neither the first one's files nor any network", async () => {
+    const { output } = await start(
+      `ls -A /workspace; cat made.txt 2>&1 || true; ${curl("http://mirror.test/")}; echo "proxy=$HTTP_PROXY"`,
+    );
+    expect(output).not.toContain("made-here");
+    expect(output).toMatch(/No such file/);
+    // No proxy endpoint was opened for it: the request fails before any host is reached.
+    expect(output).not.toContain("mirror says hi");
+    expect(output).toMatch(/rc=[1-9]/);
+  });
+
+  it("an environment is prepared inside the container; restricted reaches only its allowed names", async () => {
+    const { id, events, output } = await start(
+      [
+        "cat data/hello.txt setup.txt",
+        `python -c 'import tinypy; print(tinypy.VALUE)'`,
+        'echo "greeting is $GREETING"',
+        curl("http://mirror.test/"),
+        curl("http://other.test/"),
+      ].join("; "),
+      {
+        type: "openai_hosted",
+        container_size: "small",
+        files: [
+          { type: "inline", path: "/workspace/data/hello.txt", data: b64("hello from a file\n") },
+          { type: "inline", path: "/workspace/vendor/tinypy-0.1-py3-none-any.whl", data: b64(pythonWheel()) },
+        ],
+        packages: { python: ["./vendor/tinypy-0.1-py3-none-any.whl"] },
+        setup_commands: [{ command: 'echo "setup ran as $(id -u) in $(pwd)" > setup.txt' }],
+        env: { GREETING: "hi" },
+        network: { access: "restricted", allowed_domains: ["mirror.test"] },
+      },
+    );
+    const states = events
+      .filter((e) => e.type.startsWith("agent.session.environment."))
+      .map((e) => (e as unknown as { environment: { status: string } }).environment.status);
+    expect(states).toEqual(["pending", "ready", "connected"]);
+    expect(output).toContain("hello from a file");
+    expect(output).toContain("setup ran as 1000 in /workspace");
+    expect(output).toContain("py-ok");
+    expect(output).toContain("greeting is hi");
+    expect(output).toMatch(/mirror says hi to mirror\.test\n \[200\] rc=0/);
+    expect(output).toMatch(/"reason":"not_allowed".* \[403\]/s);
+    expect((await f.service.core.store.getSession(id))?.extra.sandbox_id).toBe(id);
+  });
+
+  it("an environment made ahead has a sandbox of its own, which its session then works in", async () => {
+    const env = await client.beta.agents.environments.create({
+      environment: {
+        type: "openai_hosted",
+        setup_commands: [{ command: "echo prepared-ahead > ahead.txt" }],
+      },
+    } as never);
+    await waitFor(
+      async () => (await client.beta.agents.environments.retrieve(env.id)).status === "ready",
+      60_000,
+      "the environment",
+    );
+    const { id, output } = await start("cat ahead.txt; pwd", {
+      type: "openai_hosted",
+      environment_id: env.id,
+    });
+    expect(output).toBe("prepared-ahead\n/workspace\n");
+    expect((await f.service.core.store.getSession(id))?.extra.sandbox_id).toBe(env.id);
+    const workspace = await workspaceOf(id);
+    await client.beta.agents.sessions.delete(id);
+    sessions.splice(sessions.indexOf(id), 1);
+    expect(existsSync(workspace)).toBe(false);
+    expect(f.service.core.sandboxes?.backend.get(env.id)).toBeFalsy();
+  });
+
+  it("a restart adopts the containers: the session goes on in the same workspace", async () => {
+    await f.close({ keepData: true });
+    f = await startServer({ args, dataDir });
+    client = sdk(f);
+    const output = await send(first, "cat made.txt; hostname");
+    expect(output).toContain("made-here");
+  });
+
+  it("a deleted session's container and workspace are gone", async () => {
+    const workspace = await workspaceOf(first);
+    await client.beta.agents.sessions.delete(first);
+    sessions.splice(sessions.indexOf(first), 1);
+    expect(existsSync(workspace)).toBe(false);
+    expect(mountsUnder(workspace)).toEqual([]);
+    expect(f.service.core.sandboxes?.backend.get(first)).toBeFalsy();
+  });
+});
