@@ -16,11 +16,12 @@
  */
 import type { ThreadOptions } from "@codex-agent-api/codex";
 import type { Logger } from "pino";
-import type { Engines, Lease, LeaseOptions } from "../../platform/engine/types.js";
+import type { Engines, Lease, LeaseOptions, SecretSubstitution } from "../../platform/engine/types.js";
 import { type OutboundGuard, TargetRefused } from "../../platform/net/outbound-guard.js";
 import type { EnvironmentRecord, SessionRecord } from "../../store/types.js";
 import { HookFailure } from "../feature.js";
-import { derivedThreadOptions, sessionOfThreadOptions } from "../turns/thread-options.js";
+import { placeheld } from "../sandboxes/secrets.js";
+import { derivedThreadOptions, sandboxIdOf, sessionOfThreadOptions } from "../turns/thread-options.js";
 import type { VaultService } from "../vaults/service.js";
 import { normaliseServerUrl } from "../vaults/urls.js";
 import type { SecretRedactor } from "./redaction.js";
@@ -59,8 +60,12 @@ export class SessionEngines implements Engines {
     if (!session) return this.inner.lease(threadId, options, opts);
     const checked = await this.withCheckedMcpServers(options);
     const env = await this.environmentOf(session);
-    const augmented = await this.withSecrets(session, env, checked);
-    const lease = await this.inner.lease(threadId, augmented, opts);
+    const { options: augmented, substitutions } = await this.withSecrets(session, env, checked);
+    const lease = await this.inner.lease(
+      threadId,
+      augmented,
+      substitutions.length > 0 ? { ...opts, substitutions } : opts,
+    );
     if (env) {
       await this.deps.environments
         .connected(session.id, env, session.active_turn_id)
@@ -136,16 +141,21 @@ export class SessionEngines implements Engines {
     session: SessionRecord,
     env: EnvironmentRecord | null,
     options: ThreadOptions,
-  ): Promise<ThreadOptions> {
+  ): Promise<{ options: ThreadOptions; substitutions: SecretSubstitution[] }> {
     const vaultIds = [...new Set([...sessionVaults(session), ...(env?.vault_ids ?? [])])];
     const variables = env ? await this.deps.environments.threadVariables(env) : {};
-    if (vaultIds.length === 0 && Object.keys(variables).length === 0) return options;
+    if (vaultIds.length === 0 && Object.keys(variables).length === 0) return { options, substitutions: [] };
     const creds = await this.deps.vaults.forSession(session.project_id, vaultIds);
+    // In a sandbox, credentials are placeholders its egress endpoint replaces (their values never enter it).
+    const held = sandboxIdOf(session) ? placeheld(creds.envCredentials) : null;
     const config: Record<string, unknown> = { ...options.config };
     const policy = isRecord(config.shell_environment_policy) ? config.shell_environment_policy : {};
     const set = isRecord(policy.set) ? policy.set : {};
     // (The environment's own variables win over a credential of the same name.)
-    config.shell_environment_policy = { ...policy, set: { ...set, ...creds.env, ...variables } };
+    config.shell_environment_policy = {
+      ...policy,
+      set: { ...set, ...(held ? held.env : creds.env), ...variables },
+    };
     if (isRecord(config.mcp_servers)) {
       const servers: Record<string, unknown> = {};
       for (const [label, raw] of Object.entries(config.mcp_servers)) {
@@ -154,7 +164,10 @@ export class SessionEngines implements Engines {
       config.mcp_servers = servers;
     }
     this.deps.redactor.remember(session.id, [...Object.values(variables), ...creds.values]);
-    return derivedThreadOptions(options, { ...options, config });
+    return {
+      options: derivedThreadOptions(options, { ...options, config }),
+      substitutions: held?.substitutions ?? [],
+    };
   }
 
   /** An HTTP MCP server with the credential matching its URL, unless it has its own Authorization. */

@@ -18,7 +18,7 @@ import { dirname, join } from "node:path";
 import type { Logger } from "pino";
 import type { EnvironmentSettings } from "../../config/load.js";
 import { SETUP_PERMISSION_PROFILE } from "../../platform/engine/codex-home.js";
-import type { Engines } from "../../platform/engine/types.js";
+import type { Engines, SecretSubstitution } from "../../platform/engine/types.js";
 import type { Sandboxes } from "../../platform/sandbox/sandboxes.js";
 import { writeUpload } from "../../platform/workspace/upload.js";
 import type { EnvironmentError } from "../../store/types.js";
@@ -70,6 +70,8 @@ export interface ProvisionJob {
   logFile: string;
   /** The sandbox whose workspace `directory` is (the container backend): setup runs there. */
   sandboxId?: string | null;
+  /** What the sandbox's egress endpoint puts in place of `extraEnv`'s placeholders. */
+  substitutions?: SecretSubstitution[];
 }
 
 export type ProvisionResult = { ok: true } | { ok: false; error: EnvironmentError };
@@ -122,14 +124,16 @@ export class Provisioner {
       if (!sandboxes) throw new Error("this server has no container sandboxes");
       this.aborts.set(job.id, new AbortController());
       const own = networkOf(job.spec.network);
+      const secrets = { headers: [], substitutions: job.substitutions ?? [] };
       await sandboxes.updateNetwork(
         job.sandboxId,
         this.deps.settings.setupNetwork ? { access: "enabled" } : own,
+        secrets,
       );
       try {
         return await this.steps(job);
       } finally {
-        await sandboxes.updateNetwork(job.sandboxId, own).catch(() => undefined);
+        await sandboxes.updateNetwork(job.sandboxId, own, secrets).catch(() => undefined);
       }
     } catch (err) {
       this.deps.logger.error({ environment: job.id, err: String(err) }, "environment preparation failed");

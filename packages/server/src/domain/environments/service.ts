@@ -46,6 +46,7 @@ import type {
 import type { FileService } from "../files/service.js";
 import { ContentMissingError, copyContents } from "../files/storage.js";
 import { SANDBOX_CWD } from "../sandboxes/paths.js";
+import { placeheld } from "../sandboxes/secrets.js";
 import type { Workspaces } from "../sandboxes/workspaces.js";
 import type { EnvironmentThread } from "../turns/thread-options.js";
 import { sandboxIdOf } from "../turns/thread-options.js";
@@ -457,11 +458,14 @@ export class EnvironmentService {
           ...new Set([...env.vault_ids, ...sessionVaultIds]),
         ]);
         secretValues = [...secretValues, ...creds.values];
+        // In a sandbox, credentials are placeholders (domain/sandboxes/secrets.ts).
+        const held = sandboxId ? placeheld(creds.envCredentials) : null;
         result = await this.deps.provisioner.run({
           id: env.id,
           directory: env.directory,
           spec,
-          extraEnv: creds.env,
+          extraEnv: held ? held.env : creds.env,
+          substitutions: held?.substitutions ?? [],
           redact: (text) => redactValues(text, secretValues),
           logFile: join(this.deps.config.dataDir, "environments", env.id, "setup.log"),
           sandboxId,

@@ -36,7 +36,13 @@ export class SandboxEngines implements Engines {
     const id = session ? sandboxIdOf(session) : null;
     if (!session || !id) return this.inner.lease(threadId, options, opts);
     const policy = await this.deps.policyOf(session);
-    const sandbox = await this.deps.sandboxes.get(id, policy);
+    const sandbox = await this.deps.sandboxes.get(id, {
+      network: policy.network,
+      secrets: {
+        headers: policy.secrets.headers,
+        substitutions: [...policy.secrets.substitutions, ...(opts.substitutions ?? [])],
+      },
+    });
     if (!sandbox) {
       throw new HookFailure(
         "sandbox_missing",

@@ -67,11 +67,21 @@ export interface CredentialFields {
 }
 
 /** What a session's engine thread gets from its vaults. */
+export interface EnvCredential {
+  name: string;
+  credentialId: string;
+  value: string;
+  /** The hosts its `networking` allows it to be sent to (`limited`), or "any" (`unrestricted`). */
+  hosts: string[] | "any";
+}
+
 export interface SessionCredentials {
   /** Authorization header per normalised MCP server URL (an Error: the URL matches several credentials). */
   mcp: Map<string, string | Error>;
   /** Environment-variable credentials (only when the operator allows them). */
   env: Record<string, string>;
+  /** The same, with the credentials they come from (a sandbox gets placeholders: domain/sandboxes/secrets.ts). */
+  envCredentials: EnvCredential[];
   /** Every secret value handed out (to be redacted from what the session stores). */
   values: string[];
 }
@@ -283,7 +293,7 @@ export class VaultService {
 
   /** The credentials of a session's vaults, opened (and refreshed when about to expire). */
   async forSession(projectId: string, vaultIds: readonly string[]): Promise<SessionCredentials> {
-    const out: SessionCredentials = { mcp: new Map(), env: {}, values: [] };
+    const out: SessionCredentials = { mcp: new Map(), env: {}, envCredentials: [], values: [] };
     if (vaultIds.length === 0) return out;
     const creds = (await this.deps.store.credentialsOfVaults(vaultIds)).filter(
       (c) => c.project_id === projectId,
@@ -294,6 +304,12 @@ export class VaultService {
         if (!this.deps.allowEnvCredentials) continue;
         const value = this.openSecret(c).secret_value ?? "";
         out.env[String(c.auth.secret_name)] = value;
+        out.envCredentials.push({
+          name: String(c.auth.secret_name),
+          credentialId: c.id,
+          value,
+          hosts: credentialHosts(c.auth.networking),
+        });
         out.values.push(value);
         continue;
       }
@@ -610,4 +626,11 @@ export class VaultService {
       }
     }
   }
+}
+
+/** Where an environment-variable credential may be sent, by its `networking`. */
+function credentialHosts(networking: unknown): string[] | "any" {
+  if (!isRecord(networking) || networking.type !== "limited" || !Array.isArray(networking.allowed_hosts))
+    return "any";
+  return networking.allowed_hosts.filter((h): h is string => typeof h === "string");
 }

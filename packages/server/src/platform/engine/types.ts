@@ -28,6 +28,15 @@ export interface LeaseOptions {
    * profile.
    */
   environments?: ExecutionEnvironment[];
+  /** Placeholders the thread's commands see, replaced by their secrets in what leaves its sandbox. */
+  substitutions?: SecretSubstitution[];
+}
+
+/** A secret a sandbox's egress endpoint puts in place of its placeholder (hosts: where, or every allowed host). */
+export interface SecretSubstitution {
+  placeholder: string;
+  value: string;
+  hosts: string[] | "any";
 }
 
 /** The engine processes, as the domain uses them (the pool, or a stub in tests). */

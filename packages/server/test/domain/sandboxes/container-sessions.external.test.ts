@@ -3,13 +3,14 @@
 // environment allows it (restricted: the egress proxy's allowlist), its environment prepared inside; a restart
 // adopts the containers again; a deleted session's container and workspace are gone. The test hosts are on this
 // machine under names the proxy resolves (mirror.test, other.test → 127.0.0.6, an allowed private address).
+import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { join } from "node:path";
 import type OpenAI from "openai";
 import type { AgentSessionEvent } from "openai/resources/beta/agents/agents";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { commandOutputs, pythonWheel, shell } from "../../support/environment-helpers.js";
+import { commandOutputs, filesContaining, pythonWheel, shell } from "../../support/environment-helpers.js";
 import { cleanup, type ServerFixture, startServer, waitFor } from "../../support/fixture.js";
 import { messageEvent, sdk } from "../../support/openai-helpers.js";
 import { ensureSandboxImage, mountsUnder, sandboxRoot } from "../../support/sandbox.js";
@@ -33,15 +34,22 @@ const args = [
   "mirror.test=127.0.0.6",
   "--egress-host",
   "other.test=127.0.0.6",
+  "--allow-env-credentials",
 ];
 let f: ServerFixture;
 let client: OpenAI;
 let mirror: Server;
 const sessions: string[] = [];
+/** The `x-key` header of each request the mirror got, by host. */
+const keys: Array<{ host: string | undefined; key: string | undefined }> = [];
 
 beforeAll(async () => {
   await ensureSandboxImage();
-  mirror = createServer((req, res) => res.end(`mirror says hi to ${req.headers.host}\n`));
+  mirror = createServer((req, res) => {
+    const key = req.headers["x-key"];
+    keys.push({ host: req.headers.host, key: typeof key === "string" ? key : undefined });
+    res.end(`mirror says hi to ${req.headers.host}\n`);
+  });
   await new Promise<void>((resolve, reject) => {
     mirror.once("error", reject);
     mirror.listen(80, "127.0.0.6", () => resolve());
@@ -168,6 +176,49 @@ describe("sessions on the container backend", () => {
     expect(output).toMatch(/mirror says hi to mirror\.test\n \[200\] rc=0/);
     expect(output).toMatch(/"reason":"not_allowed".* \[403\]/s);
     expect((await f.service.core.store.getSession(id))?.extra.sandbox_id).toBe(id);
+  });
+
+  it("a vault's environment-variable credential never enters the container: its proxy puts it in requests to the credential's hosts", async () => {
+    const value = `sk-live-${randomBytes(16).toString("hex")}`;
+    const vault = await client.beta.agents.vaults.create({});
+    await client.beta.agents.vaults.credentials.create(vault.id, {
+      name: "mirror key",
+      auth: {
+        type: "environment_variable",
+        secret_name: "MIRROR_KEY",
+        secret_value: value,
+        networking: { type: "limited", allowed_hosts: ["mirror.test"] },
+      },
+    } as never);
+    keys.length = 0;
+    const stream = await client.beta.agents.sessions.create({
+      agent: { model: "mock-model" },
+      environment: {
+        type: "openai_hosted",
+        network: { access: "restricted", allowed_domains: ["mirror.test", "other.test"] },
+      },
+      vault_ids: [vault.id],
+      input: shell(
+        `echo "key=$MIRROR_KEY"; ${curl('-H "x-key: $MIRROR_KEY" http://mirror.test/')}; ${curl('-H "x-key: $MIRROR_KEY" http://other.test/')}`,
+      ),
+      stream: true,
+    } as never);
+    const events: AgentSessionEvent[] = [];
+    for await (const e of stream as AsyncIterable<AgentSessionEvent>) events.push(e);
+    const id = (events.find((e) => e.type === "agent.session.created") as { session: { id: string } }).session
+      .id;
+    sessions.push(id);
+    const output = (await commandOutputs(client, id)).join("\n");
+    // The command saw the placeholder, not the value.
+    expect(output).toMatch(/key=cas-secret-MIRROR_KEY-[0-9a-f]{32}\n/);
+    expect(output).toMatch(/mirror says hi to mirror\.test\n \[200\]/);
+    // The credential's host got the value; another allowed host only the placeholder.
+    expect(keys).toEqual([
+      { host: "mirror.test", key: value },
+      { host: "other.test", key: expect.stringMatching(/^cas-secret-MIRROR_KEY-/) },
+    ]);
+    // Nothing in the container holds it.
+    expect(filesContaining(await workspaceOf(id), value)).toEqual([]);
   });
 
   it("an environment made ahead has a sandbox of its own, which its session then works in", async () => {
