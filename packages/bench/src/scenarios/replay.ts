@@ -4,7 +4,7 @@ import { OFFICIAL, seqOf } from "../http.js";
 import { cpuMs, now } from "../proc.js";
 import { openStore, seedEventLog, workspaceOf } from "../seed.js";
 import { type ServerProcess, startServer } from "../server.js";
-import { median, type Row, ratio, summarize } from "../stats.js";
+import { median, type Row, sampleRow } from "../stats.js";
 
 const EVENTS = 100_000;
 
@@ -79,18 +79,8 @@ export const replayLog: Scenario = {
       await server.stop();
     }
     const ref = { ref: readMs, name: "store read" };
-    const row = (metric: string, samples: number[], vs?: typeof ref): Row => {
-      const s = summarize(samples);
-      return {
-        metric,
-        unit: "ms",
-        n: s.n,
-        median: s.median,
-        p95: s.p95,
-        ratio: vs ? ratio(s.median, median(vs.ref)) : null,
-        vs: vs?.name ?? null,
-      };
-    };
+    const row = (metric: string, samples: number[], vs?: typeof ref): Row =>
+      sampleRow(metric, "ms", samples, vs);
     const rate = (ms: number[]) => Math.round(EVENTS / (median(ms) / 1000));
     return {
       id: this.id,

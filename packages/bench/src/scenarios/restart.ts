@@ -3,7 +3,7 @@ import type { Context, Scenario } from "../context.js";
 import { now } from "../proc.js";
 import { openStore, seedSessions, workspaceOf } from "../seed.js";
 import { startServer } from "../server.js";
-import { median, type Row, ratio, summarize } from "../stats.js";
+import { median, type Row, sampleRow } from "../stats.js";
 
 const SESSIONS = 10_000;
 
@@ -40,18 +40,8 @@ export const restart: Scenario = {
         samples[kind].engine.push(server.engineReadyMs ?? Number.NaN);
       }
     }
-    const row = (metric: string, xs: number[], ref?: number[]): Row => {
-      const s = summarize(xs);
-      return {
-        metric,
-        unit: "ms",
-        n: s.n,
-        median: s.median,
-        p95: s.p95,
-        ratio: ref ? ratio(s.median, median(ref)) : null,
-        vs: ref ? "empty store" : null,
-      };
-    };
+    const row = (metric: string, xs: number[], ref?: number[]): Row =>
+      sampleRow(metric, "ms", xs, ref ? { ref, name: "empty store" } : undefined);
     return {
       id: this.id,
       title: this.title,

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { createTemplateSession, type Scenario, TRIVIAL_PROMPT, templateTurn } from "../context.js";
 import { now } from "../proc.js";
 import { type ServerProcess, startServer } from "../server.js";
-import { median, type Row, ratio, summarize } from "../stats.js";
+import { type Row, sampleRow } from "../stats.js";
 
 const COMMAND_PROMPT =
   "Run this exact shell command and wait for it to finish: echo sandboxed. Then reply with exactly: ok";
@@ -100,18 +100,8 @@ export const sandboxes: Scenario = {
         await servers[kind].stop();
       }
     }
-    const row = (metric: string, xs: number[], ref?: number[]): Row => {
-      const s = summarize(xs);
-      return {
-        metric,
-        unit: "ms",
-        n: s.n,
-        median: s.median,
-        p95: s.p95,
-        ratio: ref ? ratio(s.median, median(ref)) : null,
-        vs: ref ? "local backend" : null,
-      };
-    };
+    const row = (metric: string, xs: number[], ref?: number[]): Row =>
+      sampleRow(metric, "ms", xs, ref ? { ref, name: "local backend" } : undefined);
     return {
       id: this.id,
       title: this.title,

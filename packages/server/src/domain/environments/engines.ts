@@ -16,6 +16,7 @@
  */
 import type { ThreadOptions } from "@codex-agent-api/codex";
 import type { Logger } from "pino";
+import { EnginesDecorator } from "../../platform/engine/decorator.js";
 import type { Engines, Lease, LeaseOptions, SecretSubstitution } from "../../platform/engine/types.js";
 import { type OutboundGuard, TargetRefused } from "../../platform/net/outbound-guard.js";
 import type { EnvironmentRecord, SessionRecord } from "../../store/types.js";
@@ -46,14 +47,16 @@ export interface TurnStopper {
   onStop(listener: (sessionId: string) => void): void;
 }
 
-export class SessionEngines implements Engines {
+export class SessionEngines extends EnginesDecorator {
   /** Turns waiting for their environment, by session: a stopped turn stops waiting. */
   private readonly waits = new Map<string, AbortController>();
 
   constructor(
-    private readonly inner: Engines,
+    inner: Engines,
     private readonly deps: SessionEnginesDeps,
-  ) {}
+  ) {
+    super(inner);
+  }
 
   async lease(threadId: string | null, options: ThreadOptions, opts?: LeaseOptions): Promise<Lease> {
     const session = sessionOfThreadOptions(options);
@@ -190,37 +193,5 @@ export class SessionEngines implements Engines {
    */
   stopWaitsOn(runner: TurnStopper): void {
     runner.onStop((sessionId) => this.waits.get(sessionId)?.abort());
-  }
-
-  call<T>(method: string, params: unknown): Promise<T> {
-    return this.inner.call<T>(method, params);
-  }
-
-  forget(threadId: string): void {
-    this.inner.forget(threadId);
-  }
-
-  killEngine(index: number, signal?: NodeJS.Signals): number | undefined {
-    return this.inner.killEngine(index, signal);
-  }
-
-  killAll(): void {
-    this.inner.killAll();
-  }
-
-  stats() {
-    return this.inner.stats();
-  }
-
-  model() {
-    return this.inner.model();
-  }
-
-  warm(): Promise<void> {
-    return this.inner.warm();
-  }
-
-  close(): Promise<void> {
-    return this.inner.close();
   }
 }

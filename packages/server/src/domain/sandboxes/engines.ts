@@ -7,6 +7,7 @@
  */
 import type { ThreadOptions } from "@codex-agent-api/codex";
 import type { Logger } from "pino";
+import { EnginesDecorator } from "../../platform/engine/decorator.js";
 import type { Engines, Lease, LeaseOptions } from "../../platform/engine/types.js";
 import type { Sandboxes, SandboxNetwork, SandboxSecrets } from "../../platform/sandbox/sandboxes.js";
 import type { SessionRecord } from "../../store/types.js";
@@ -25,11 +26,13 @@ export interface SandboxEnginesDeps {
   logger: Logger;
 }
 
-export class SandboxEngines implements Engines {
+export class SandboxEngines extends EnginesDecorator {
   constructor(
-    private readonly inner: Engines,
+    inner: Engines,
     private readonly deps: SandboxEnginesDeps,
-  ) {}
+  ) {
+    super(inner);
+  }
 
   async lease(threadId: string | null, options: ThreadOptions, opts: LeaseOptions = {}): Promise<Lease> {
     const session = sessionOfThreadOptions(options);
@@ -58,38 +61,6 @@ export class SandboxEngines implements Engines {
         { environmentId, execServerUrl: url, authBearerToken: token },
       ],
     });
-  }
-
-  call<T>(method: string, params: unknown): Promise<T> {
-    return this.inner.call<T>(method, params);
-  }
-
-  forget(threadId: string): void {
-    this.inner.forget(threadId);
-  }
-
-  killEngine(index: number, signal?: NodeJS.Signals): number | undefined {
-    return this.inner.killEngine(index, signal);
-  }
-
-  killAll(): void {
-    this.inner.killAll();
-  }
-
-  stats() {
-    return this.inner.stats();
-  }
-
-  model() {
-    return this.inner.model();
-  }
-
-  warm(): Promise<void> {
-    return this.inner.warm();
-  }
-
-  close(): Promise<void> {
-    return this.inner.close();
   }
 }
 
