@@ -60,6 +60,8 @@ export class EnginePool implements Engines {
   private readonly slots: Slot[];
   private readonly placement = new Map<string, Slot>();
   private closed = false;
+  /** Engines being ended by a recycle (close() waits for them too: none outlives the pool). */
+  private readonly retiring = new Set<Promise<void>>();
   /** Whether the engines reach their model: what they report, and a probe of its URL. */
   private readonly modelHealth: ModelHealth;
 
@@ -235,6 +237,7 @@ export class EnginePool implements Engines {
         }
       }),
     );
+    await Promise.all([...this.retiring]);
   }
 
   /**
@@ -326,6 +329,13 @@ export class EnginePool implements Engines {
     this.opts.logger.info({ engine: slot.index, threads: slot.threads.size, why }, "recycling engine");
     slot.generation++;
     this.reset(slot);
-    void codex?.close();
+    if (!codex) return;
+    const ending: Promise<void> = codex
+      .close()
+      .catch((err: unknown) =>
+        this.opts.logger.warn({ engine: slot.index, err: String(err) }, "a recycled engine did not close"),
+      )
+      .finally(() => this.retiring.delete(ending));
+    this.retiring.add(ending);
   }
 }
