@@ -23,10 +23,24 @@ export function healthRoutes(app: App, core: Core): void {
       cluster: core.cluster.stats(),
       // Workspace checkpoints: totals only (stores, disk bytes measured in the background, turn-hook time).
       checkpoints: core.checkpoints.health(),
+      // Where commands run; on the container backend, counts of containers only (no session ids: this is open).
+      sandboxes: sandboxHealth(core),
     };
   });
   // Stops the checkpoint stores' housekeeping with the server (and waits for what runs).
   app.addHook("onClose", async () => {
     await core.checkpoints.close();
   });
+}
+
+function sandboxHealth(core: Core) {
+  if (!core.sandboxes) return { backend: "local" as const };
+  const s = core.sandboxes.stats();
+  return {
+    backend: "container" as const,
+    warm: s.warm,
+    creating: s.creating,
+    in_use: s.inUse,
+    stopped: s.stopped,
+  };
 }

@@ -121,6 +121,10 @@ describe("sessions on the container backend", () => {
     // The workspace the container wrote is on this host (checkpoints, artifacts read it there).
     expect(readFileSync(join(session!.workspace, "made.txt"), "utf8")).toBe("made-here\n");
     expect(session!.workspace.startsWith(root)).toBe(true);
+    // /health counts containers (never names them: it is open).
+    const health = await f.json<{ sandboxes: Record<string, unknown> }>("GET", "/health");
+    expect(health.body.sandboxes).toMatchObject({ backend: "container", in_use: 1, warm: 0 });
+    expect(JSON.stringify(health.body)).not.toContain(id);
   });
 
   it("a command over the container's memory is killed; the session and its container go on", async () => {
