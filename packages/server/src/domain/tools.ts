@@ -7,6 +7,7 @@
  */
 
 import { badRequest } from "../kernel/errors.js";
+import { isRecord } from "../kernel/is-record.js";
 import { type OutboundGuard, TargetRefused } from "../platform/net/outbound-guard.js";
 
 export interface FunctionTool {
@@ -82,9 +83,6 @@ export const RESERVED_TOOL_NAMES: ReadonlySet<string> = new Set([
 ]);
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,128}$/;
-
-const isRecord = (v: unknown): v is Record<string, unknown> =>
-  !!v && typeof v === "object" && !Array.isArray(v);
 
 function stringMap(v: unknown, where: string): Record<string, string> {
   if (v === undefined || v === null) return {};

@@ -19,7 +19,7 @@ import { KeyWatch } from "../domain/key-watch.js";
 import { KeyService } from "../domain/keys.js";
 import { MessageService } from "../domain/messages.js";
 import { SandboxEngines } from "../domain/sandboxes/engines.js";
-import { sandboxPolicyOf } from "../domain/sandboxes/policy.js";
+import { sandboxNetworkOf } from "../domain/sandboxes/policy.js";
 import { ContainerWorkspaces, LocalWorkspaces, type Workspaces } from "../domain/sandboxes/workspaces.js";
 import { SessionService } from "../domain/sessions/service.js";
 import { AUTOMATIONS_TOOL_NAME, hasAutomationsTool } from "../domain/tools.js";
@@ -122,7 +122,7 @@ export function createCore(config: Config, infra: Infrastructure): Core {
   const sandboxed = sandboxes
     ? new SandboxEngines(infra.engines, {
         sandboxes,
-        policyOf: (session) => sandboxPolicyOf(store, session),
+        networkOf: (session) => sandboxNetworkOf(store, session),
         logger,
       })
     : infra.engines;

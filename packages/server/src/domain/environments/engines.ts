@@ -16,13 +16,19 @@
  */
 import type { ThreadOptions } from "@codex-agent-api/codex";
 import type { Logger } from "pino";
+import { isRecord } from "../../kernel/is-record.js";
 import { EnginesDecorator } from "../../platform/engine/decorator.js";
 import type { Engines, Lease, LeaseOptions, SecretSubstitution } from "../../platform/engine/types.js";
 import { type OutboundGuard, TargetRefused } from "../../platform/net/outbound-guard.js";
 import type { EnvironmentRecord, SessionRecord } from "../../store/types.js";
 import { HookFailure } from "../feature.js";
 import { placeheld } from "../sandboxes/secrets.js";
-import { derivedThreadOptions, sandboxIdOf, sessionOfThreadOptions } from "../turns/thread-options.js";
+import {
+  derivedThreadOptions,
+  sandboxIdOf,
+  sessionOfThreadOptions,
+  withCommandVariables,
+} from "../turns/thread-options.js";
 import type { VaultService } from "../vaults/service.js";
 import { normaliseServerUrl } from "../vaults/urls.js";
 import type { SecretRedactor } from "./redaction.js";
@@ -38,9 +44,6 @@ export interface SessionEnginesDeps {
   /** The longest a turn waits for its environment (ms). */
   waitMs: number;
 }
-
-const isRecord = (v: unknown): v is Record<string, unknown> =>
-  !!v && typeof v === "object" && !Array.isArray(v);
 
 /** Where a session's turn being stopped is announced (the runner). */
 export interface TurnStopper {
@@ -151,14 +154,11 @@ export class SessionEngines extends EnginesDecorator {
     const creds = await this.deps.vaults.forSession(session.project_id, vaultIds);
     // In a sandbox, credentials are placeholders its egress endpoint replaces (their values never enter it).
     const held = sandboxIdOf(session) ? placeheld(creds.envCredentials) : null;
-    const config: Record<string, unknown> = { ...options.config };
-    const policy = isRecord(config.shell_environment_policy) ? config.shell_environment_policy : {};
-    const set = isRecord(policy.set) ? policy.set : {};
     // (The environment's own variables win over a credential of the same name.)
-    config.shell_environment_policy = {
-      ...policy,
-      set: { ...set, ...(held ? held.env : creds.env), ...variables },
-    };
+    const withVariables = withCommandVariables(options, {
+      over: { ...(held ? held.env : creds.env), ...variables },
+    });
+    const config: Record<string, unknown> = { ...withVariables.config };
     if (isRecord(config.mcp_servers)) {
       const servers: Record<string, unknown> = {};
       for (const [label, raw] of Object.entries(config.mcp_servers)) {
@@ -168,7 +168,7 @@ export class SessionEngines extends EnginesDecorator {
     }
     this.deps.redactor.remember(session.id, [...Object.values(variables), ...creds.values]);
     return {
-      options: derivedThreadOptions(options, { ...options, config }),
+      options: derivedThreadOptions(options, { ...withVariables, config }),
       substitutions: held?.substitutions ?? [],
     };
   }

@@ -305,23 +305,26 @@ export class Provisioner {
 
   /** One command in the job's container, through its executor (cwd and env as the container sees them). */
   private async execInSandbox(
-    job: ProvisionJob & { sandboxId: string },
+    job: ProvisionJob,
+    sandboxId: string,
     command: string[],
     cwd: string,
     env: Record<string, string>,
   ): Promise<StepResult> {
     const sandboxes = this.deps.sandboxes;
     if (!sandboxes) throw new Error("this server has no container sandboxes");
-    const r = await sandboxes.run(job.sandboxId, command.map(shellQuote).join(" "), {
+    const signal = this.aborts.get(job.id)?.signal;
+    const r = await sandboxes.run(sandboxId, command.map(shellQuote).join(" "), {
       cwd,
       env,
       timeoutMs: this.deps.settings.setupTimeoutSeconds * 1000,
-      ...(this.aborts.get(job.id) ? { signal: this.aborts.get(job.id)!.signal } : {}),
+      ...(signal ? { signal } : {}),
     });
-    const output = r.stderr
-      ? `${r.stdout}${r.stdout.endsWith("\n") || !r.stdout ? "" : "\n"}${r.stderr}`
-      : r.stdout;
-    return { exitCode: r.exitCode ?? (r.timedOut ? 124 : -1), output, timedOut: r.timedOut };
+    return {
+      exitCode: r.exitCode ?? (r.timedOut ? 124 : -1),
+      output: mergedOutput(r.stdout, r.stderr),
+      timedOut: r.timedOut,
+    };
   }
 
   /** One command in the engine's sandbox (`command/exec`), output merged, under the setup profile. */
@@ -333,7 +336,7 @@ export class Provisioner {
     env: Record<string, string>,
   ): Promise<StepResult> {
     if (job.sandboxId) {
-      return this.execInSandbox({ ...job, sandboxId: job.sandboxId }, command, cwd, env).catch((err) => ({
+      return this.execInSandbox(job, job.sandboxId, command, cwd, env).catch((err) => ({
         exitCode: -1,
         output: `the sandbox could not run the command: ${(err as Error).message}\n`,
         timedOut: false,
@@ -359,9 +362,7 @@ export class Provisioner {
           permissionProfile: SETUP_PERMISSION_PROFILE,
         },
       );
-      const output = r.stderr
-        ? `${r.stdout}${r.stdout.endsWith("\n") || !r.stdout ? "" : "\n"}${r.stderr}`
-        : r.stdout;
+      const output = mergedOutput(r.stdout, r.stderr);
       // The engine ends a command that runs out of time with exit code 124.
       const timedOut = r.exitCode === 124 && Date.now() - started >= timeoutMs * 0.95;
       return { exitCode: r.exitCode, output, timedOut };
@@ -408,6 +409,12 @@ export class Provisioner {
       });
     });
   }
+}
+
+/** A command's stdout, then its stderr on a line of its own. */
+function mergedOutput(stdout: string, stderr: string): string {
+  if (!stderr) return stdout;
+  return `${stdout}${stdout.endsWith("\n") || !stdout ? "" : "\n"}${stderr}`;
 }
 
 /** One argument as the shell reads it back. */

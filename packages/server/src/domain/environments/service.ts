@@ -146,7 +146,7 @@ export class EnvironmentService {
     vaultIds: readonly string[],
     where: string,
   ): Promise<EnvironmentPlan> {
-    const containers = this.deps.workspaces.backend === "container";
+    const containers = this.containers;
     if (!containers && !isolated(this.deps.config)) {
       throw unsupported(
         `'${where}': this server runs agents without a sandbox (--sandbox danger-full-access), so it cannot ` +
@@ -225,9 +225,14 @@ export class EnvironmentService {
     return env;
   }
 
+  /** Environments are made in containers (the container backend). */
+  private get containers(): boolean {
+    return this.deps.workspaces.backend === "container";
+  }
+
   /** The environment's directory as its commands see it (in a container: the workspace). */
   private commandRoot(directory: string): string {
-    return this.deps.workspaces.backend === "container" ? SANDBOX_CWD : directory;
+    return this.containers ? SANDBOX_CWD : directory;
   }
 
   /**
@@ -260,7 +265,8 @@ export class EnvironmentService {
       owner_instance: this.deps.instanceId,
     };
     await this.deps.store.insertEnvironment(env);
-    this.startProvisioning(env, plan.spec, [], this.deps.workspaces.backend === "container" ? id : null);
+    // On the container backend, the environment's own sandbox (its id is the environment's).
+    this.startProvisioning(env, plan.spec, [], this.containers ? id : null);
     return env;
   }
 

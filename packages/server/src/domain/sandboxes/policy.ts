@@ -1,18 +1,17 @@
 /**
  * What a session's sandbox may reach: its environment's network policy (`disabled` when it has none — the official
- * default). `restricted` is enforced by the egress proxy's allowlist (exact host names). No secret is held by the
- * proxy yet: vault credentials reach a sandboxed thread as they reach a local one (domain/environments/engines.ts).
+ * default). `restricted` is enforced by the egress proxy's allowlist (exact host names). (The secrets its proxy
+ * holds are its vault credentials' placeholders: domain/sandboxes/secrets.ts.)
  */
-import { NO_SECRETS, type SandboxNetwork } from "../../platform/sandbox/sandboxes.js";
+import type { SandboxNetwork } from "../../platform/sandbox/sandboxes.js";
 import type { SessionRecord, Store } from "../../store/types.js";
-import type { SandboxPolicy } from "./engines.js";
 
 const DISABLED: SandboxNetwork = { access: "disabled" };
 
-export async function sandboxPolicyOf(store: Store, session: SessionRecord): Promise<SandboxPolicy> {
+export async function sandboxNetworkOf(store: Store, session: SessionRecord): Promise<SandboxNetwork> {
   const id = session.extra.environment_id;
   const env = typeof id === "string" ? await store.getEnvironment(id) : undefined;
-  return { network: env ? networkOf(env.config.network) : DISABLED, secrets: NO_SECRETS };
+  return env ? networkOf(env.config.network) : DISABLED;
 }
 
 export function networkOf(n: { access: string; allowed_domains: string[] }): SandboxNetwork {

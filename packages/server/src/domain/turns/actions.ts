@@ -8,6 +8,7 @@
 import type { Protocol, ServerRequest } from "@codex-agent-api/codex";
 import { defaultServerRequestResponse } from "@codex-agent-api/codex";
 import { badRequest } from "../../kernel/errors.js";
+import { isRecord } from "../../kernel/is-record.js";
 import type { EventHub, LogFn } from "../../platform/stream/hub.js";
 import type { HostPaths } from "../../platform/workspace/environment-paths.js";
 import type {
@@ -295,9 +296,6 @@ function approval(
     created_at: now,
   };
 }
-
-const isRecord = (v: unknown): v is Record<string, unknown> =>
-  !!v && typeof v === "object" && !Array.isArray(v);
 
 const COMMAND_DECISION: Record<ApprovalDecision, string> = {
   approve: "accept",

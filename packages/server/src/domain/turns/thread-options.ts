@@ -1,5 +1,6 @@
 import type { ServerRequestHandler, ThreadEnvironmentParams, ThreadOptions } from "@codex-agent-api/codex";
 import type { Config } from "../../config/load.js";
+import { isRecord } from "../../kernel/is-record.js";
 import { engineSearchPath, isolated, PERMISSION_PROFILE } from "../../platform/engine/codex-home.js";
 import type { SessionRecord } from "../../store/types.js";
 import { AUTOMATIONS_TOOL_SPEC } from "../automations/tool-spec.js";
@@ -11,6 +12,21 @@ import { functionTools, hasAutomationsTool, type McpTool, mcpTools, toolsOf } fr
 const built = new WeakMap<ThreadOptions, SessionRecord>();
 export const sessionOfThreadOptions = (options: ThreadOptions): SessionRecord | undefined =>
   built.get(options);
+
+/**
+ * The options with variables added to what the thread's commands get (`shell_environment_policy.set`, a copy still
+ * known as the session's): `under` yields to a variable set already, `over` replaces it.
+ */
+export function withCommandVariables(
+  options: ThreadOptions,
+  vars: { under?: Record<string, string>; over?: Record<string, string> },
+): ThreadOptions {
+  const config: Record<string, unknown> = { ...options.config };
+  const policy = isRecord(config.shell_environment_policy) ? config.shell_environment_policy : {};
+  const set = isRecord(policy.set) ? policy.set : {};
+  config.shell_environment_policy = { ...policy, set: { ...vars.under, ...set, ...vars.over } };
+  return derivedThreadOptions(options, { ...options, config });
+}
 
 /** Options derived from a session's (a decorator's additions): still known as that session's. */
 export function derivedThreadOptions(from: ThreadOptions, to: ThreadOptions): ThreadOptions {

@@ -13,6 +13,7 @@ import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import type { Clock } from "../../kernel/clock.js";
 import { ApiError, badRequest, notFound } from "../../kernel/errors.js";
+import { isRecord } from "../../kernel/is-record.js";
 import type { Scope } from "../../model/scope.js";
 import { type OutboundGuard, TargetRefused } from "../../platform/net/outbound-guard.js";
 import type {
@@ -88,9 +89,6 @@ export interface SessionCredentials {
 
 const unsupportedCredential = (message: string, param: string) =>
   new ApiError("unprocessable", message, "ValueError", param, "unsupported_credential_type");
-
-const isRecord = (v: unknown): v is Record<string, unknown> =>
-  !!v && typeof v === "object" && !Array.isArray(v);
 
 function trimmedName(raw: unknown, where: string): string {
   if (typeof raw !== "string") throw badRequest(`'${where}' must be a string`, where);

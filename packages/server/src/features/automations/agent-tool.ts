@@ -10,6 +10,7 @@
 import type { AutomationService } from "../../domain/automations/service.js";
 import type { ServerToolAnswer } from "../../domain/feature.js";
 import { ApiError } from "../../kernel/errors.js";
+import { isRecord } from "../../kernel/is-record.js";
 import type { Scope } from "../../model/scope.js";
 import type { AutomationRecord } from "../../store/types.js";
 
@@ -20,9 +21,6 @@ export interface AutomationsToolCall {
   callId: string;
   arguments: unknown;
 }
-
-const isRecord = (v: unknown): v is Record<string, unknown> =>
-  !!v && typeof v === "object" && !Array.isArray(v);
 
 const str = (v: unknown): string | undefined => (typeof v === "string" && v.trim() ? v.trim() : undefined);
 
