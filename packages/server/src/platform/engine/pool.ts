@@ -272,6 +272,8 @@ export class EnginePool implements Engines {
   private ensure(slot: Slot): Promise<Codex> {
     if (slot.codex && !slot.codex.closed) return Promise.resolve(slot.codex);
     if (slot.starting) return slot.starting;
+    // No engine starts once close() has begun (a lease or warm-up that began before would start one it never ends).
+    if (this.closed) return Promise.reject(new Error("engine pool is closed"));
     const generation = ++slot.generation;
     slot.starting = Codex.start({
       codexHome: this.opts.codexHome,
