@@ -16,7 +16,14 @@ import {
   pidsRunning,
   startCliServer,
 } from "../../support/cli-process.js";
-import { cleanup, readSse, type ServerFixture, startServer, waitFor } from "../../support/fixture.js";
+import {
+  cleanup,
+  expectNothingLeft,
+  readSse,
+  type ServerFixture,
+  startServer,
+  waitFor,
+} from "../../support/fixture.js";
 import { EventLog, messageEvent, sdk } from "../../support/openai-helpers.js";
 import { dropTestDatabase, pgTestUrl } from "../../support/postgres.js";
 
@@ -294,7 +301,10 @@ describe("three instances on one database", () => {
       .stream(s.id, { input: "Reply with exactly: before the restart" })
       .finalResult();
     const dataDirs = [a, b, c].map((f) => f.dataDir);
-    await Promise.all([a, b, c].map((f) => f.close({ keepData: true })));
+    // The instances share the workspace root, where each one's engine runs until it stops: nothing may be left
+    // once all have stopped (checked then, not after the first).
+    await Promise.all([a, b, c].map((f) => f.service.stop()));
+    expectNothingLeft(...[a, b, c].flatMap((f) => [f.dataDir, f.workspace]));
     instances.splice(0);
     const again = await Promise.all(
       dataDirs.map((d) =>
