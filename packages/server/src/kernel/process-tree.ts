@@ -1,5 +1,5 @@
 /** Processes below a pid (Linux /proc): an engine's helpers, sandboxes and the commands they run. */
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 
 /** A process, told apart from a later one that reuses its pid by its start time (clock ticks after boot). */
 export interface ProcessRef {
@@ -37,6 +37,31 @@ export function descendantProcesses(pid: number): ProcessRef[] {
       out.push(child);
       queue.push(child.pid);
     }
+  }
+  return out;
+}
+
+/**
+ * The processes (other than this one) working inside `dir` or naming it on their command line: what a command that
+ * ran there left behind, wherever it was reparented to (a sandbox's inner process outlives a killed wrapper when
+ * its parent-death signal is lost in a race: it is then nobody's descendant).
+ */
+export function processesIn(dir: string): ProcessRef[] {
+  const inside = (path: string) => path === dir || path.startsWith(`${dir}/`);
+  const out: ProcessRef[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    const fields = statFields(entry);
+    if (!fields || fields[0] === "Z") continue;
+    let cwd = "";
+    let line = "";
+    try {
+      cwd = readlinkSync(`/proc/${entry}/cwd`);
+      line = readFileSync(`/proc/${entry}/cmdline`, "utf8").replaceAll("\0", " ");
+    } catch {
+      continue; // gone meanwhile, or not ours to read
+    }
+    if (inside(cwd) || line.includes(dir)) out.push({ pid: Number(entry), start: fields[19] ?? "" });
   }
   return out;
 }

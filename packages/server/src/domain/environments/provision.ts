@@ -13,10 +13,11 @@
  * the network the operator allows setup (the environment's own policy otherwise, and always after setup).
  */
 import { spawn } from "node:child_process";
-import { appendFileSync, existsSync, mkdirSync, statSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, realpathSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Logger } from "pino";
 import type { EnvironmentSettings } from "../../config/load.js";
+import { killRemaining, processesIn } from "../../kernel/process-tree.js";
 import { SETUP_PERMISSION_PROFILE } from "../../platform/engine/codex-home.js";
 import type { Engines, SecretSubstitution } from "../../platform/engine/types.js";
 import type { Sandboxes } from "../../platform/sandbox/sandboxes.js";
@@ -145,13 +146,25 @@ export class Provisioner {
     }
   }
 
-  /** Stops an environment's preparation (its session is gone): the running command is terminated. */
+  /**
+   * Stops an environment's preparation (its session is gone): the running command is terminated — again each second
+   * until it has ended (a terminate that reaches the engine before the command has started finds nothing to end).
+   */
   cancel(id: string): void {
     this.cancelled.add(id);
     this.aborts.get(id)?.abort();
-    for (const processId of this.running.get(id) ?? []) {
-      this.deps.engines.call("command/exec/terminate", { processId }).catch(() => undefined);
-    }
+    const terminate = () => {
+      const ids = [...(this.running.get(id) ?? [])];
+      for (const processId of ids) {
+        this.deps.engines.call("command/exec/terminate", { processId }).catch(() => undefined);
+      }
+      return ids.length > 0;
+    };
+    if (!terminate()) return;
+    const again = setInterval(() => {
+      if (!terminate()) clearInterval(again);
+    }, 1000);
+    again.unref();
   }
 
   private async steps(job: ProvisionJob): Promise<ProvisionResult> {
@@ -365,6 +378,7 @@ export class Provisioner {
       const output = mergedOutput(r.stdout, r.stderr);
       // The engine ends a command that runs out of time with exit code 124.
       const timedOut = r.exitCode === 124 && Date.now() - started >= timeoutMs * 0.95;
+      if (timedOut || this.cancelled.has(job.id)) this.endLeftovers(job);
       return { exitCode: r.exitCode, output, timedOut };
     } catch (err) {
       return {
@@ -374,6 +388,28 @@ export class Provisioner {
       };
     } finally {
       ids.delete(processId);
+    }
+  }
+
+  /**
+   * A stopped command (cancelled, timed out) must leave nothing running: the engine ends its sandbox wrapper, and the
+   * sandbox's inner process dies with it by a parent-death signal, which a race can lose (seen under load: the inner
+   * process and its `sleep` lived on, reparented, out of reach of the engine's own clean-up). Whatever still works in
+   * the environment's directory is ended here.
+   */
+  private endLeftovers(job: ProvisionJob): void {
+    let directory: string;
+    try {
+      directory = realpathSync(job.directory); // as /proc shows working directories
+    } catch {
+      return;
+    }
+    const left = killRemaining(processesIn(directory));
+    if (left > 0) {
+      this.deps.logger.warn(
+        { environment: job.id, processes: left },
+        "ending what a stopped setup command left",
+      );
     }
   }
 
