@@ -2,8 +2,9 @@
 // container, its executor bridge and its one pre-spawned exec-server. Lifecycle operations are serialized.
 import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
+import { existsSync } from "node:fs";
 import { copyFile, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { isAbsolute, join, posix } from "node:path";
 import { ExecutorBridge } from "./bridge.js";
 import { type CgroupCounters, CgroupReader } from "./cgroup.js";
 import { type ContainerContext, execServerEnv, runArgs, WORKSPACE_PATH } from "./container.js";
@@ -350,6 +351,32 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
   }
 
   // --- lifecycle ------------------------------------------------------------------------------------------------
+  async handToAgent(paths: string[] = ["."]): Promise<void> {
+    for (const p of paths) {
+      if (isAbsolute(p) || p.split("/").includes("..")) {
+        throw new SandboxError("invalid_spec", `not a workspace-relative path: ${p}`);
+      }
+    }
+    const present = paths.filter((p) => existsSync(join(this.record.disk.mountPath, p)));
+    if (present.length === 0) return;
+    await this.lock; // a stop, replace or resume in progress ends first
+    if (this.state !== "running") await this.resume();
+    // The container drops every capability; this one process (ours, not the agent's) may change owners.
+    await this.ctx.podman.run([
+      "exec",
+      "--privileged",
+      "--user",
+      "0:0",
+      this.record.containerName,
+      "chown",
+      "-R",
+      "--no-dereference",
+      `${this.ctx.uid}:${this.ctx.gid}`,
+      "--",
+      ...present.map((p) => posix.join(WORKSPACE_PATH, p)),
+    ]);
+  }
+
   stop(): Promise<void> {
     return this.serial(async () => {
       if (this.state !== "running") return;

@@ -123,6 +123,14 @@ export interface Sandbox extends EventEmitter<SandboxEvents> {
   status(): SandboxStatus;
   /** Fresh counters read from the container's cgroup and the workspace file system. */
   health(): Promise<SandboxHealth>;
+  /**
+   * Makes what this host wrote into the workspace the agent's: files the server writes there (an environment's
+   * files, a checkpoint restored or forked) are root's, read-only to commands. Ownership goes to the commands'
+   * uid:gid, changed from inside the container (a symbolic link the agent planted resolves in the container's file
+   * system, never this host's). `paths` are workspace-relative, changed recursively (default: the whole
+   * workspace); missing ones are skipped. A stopped container is started first.
+   */
+  handToAgent(paths?: string[]): Promise<void>;
   /** Stops the container (files kept). Open executor connections stay; their next message resumes it. */
   stop(): Promise<void>;
   /** Starts a stopped or exited container again. */

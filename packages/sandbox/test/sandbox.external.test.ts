@@ -1,6 +1,6 @@
 // A container sandbox through its executor bridge: where commands run, what they see, the workspace on the host,
 // isolation between sandboxes, stop/resume, replace, destroy and adopt after a restart. Real podman, real engine.
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -164,6 +164,38 @@ describe("container sandbox", () => {
     expect(r.stdout).not.toContain("/workspace/b-only.txt");
     expect(existsSync(join(b.workspace.hostPath, "b-only.txt"))).toBe(true);
     expect(existsSync(join(a.workspace.hostPath, "b-only.txt"))).toBe(false);
+  });
+
+  it("handToAgent: what the host wrote becomes the agent's, a planted link is followed inside the container only", async () => {
+    const s = await backend.create({ id: "sess-hand", limits, network: { mode: "none" } });
+    const c = await open(s);
+    const ws = s.workspace.hostPath;
+    mkdirSync(join(ws, "from-host/deep"), { recursive: true, mode: 0o755 });
+    writeFileSync(join(ws, "from-host/deep/file.txt"), "host\n", { mode: 0o644 });
+    writeFileSync(join(ws, "other.txt"), "other\n", { mode: 0o644 });
+    // The agent plants a link to a host path: a chown that followed it on this host would give that file away.
+    const bait = join(root, "bait.txt");
+    writeFileSync(bait, "root's\n", { mode: 0o644 });
+    const planted = await c.run(
+      `ln -s ${bait} /workspace/link && ln -s /etc/hostname /workspace/etc-link && echo ok`,
+    );
+    expect(planted.stdout).toBe("ok\n");
+    const before = await c.run("(echo more >> /workspace/from-host/deep/file.txt) 2>&1; echo rc=$?");
+    expect(before.stdout).toMatch(/Permission denied/);
+    await s.handToAgent(["from-host", "missing"]);
+    const after = await c.run(
+      "echo more >> /workspace/from-host/deep/file.txt && touch /workspace/from-host/deep/new && echo ok; stat -c %u /workspace/other.txt",
+    );
+    expect(after.stdout).toBe("ok\n0\n");
+    expect(readFileSync(join(ws, "from-host/deep/file.txt"), "utf8")).toBe("host\nmore\n");
+    expect(statSync(bait).uid).toBe(process.getuid!());
+    await s.handToAgent();
+    expect((await c.run("stat -c %u /workspace/other.txt /workspace/link")).stdout).toBe("1000\n1000\n");
+    expect(statSync(bait).uid).toBe(process.getuid!());
+    await s.stop();
+    await s.handToAgent(["other.txt"]); // a stopped container is started for it
+    expect(s.status()).toBe("running");
+    await expect(s.handToAgent(["../escape"])).rejects.toThrow(/workspace-relative/);
   });
 
   it("stop keeps the files and the connection; its next message starts the container again", async () => {

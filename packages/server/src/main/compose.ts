@@ -185,6 +185,7 @@ export function createCore(config: Config, infra: Infrastructure): Core {
     logger,
     cluster,
     rollouts,
+    workspaces,
   });
   runner.use(checkpoints.turnHooks());
   sessions.use(checkpoints.sessionHooks());

@@ -123,4 +123,9 @@ export interface RestoreOptions {
   /** Extra meta of the safety checkpoint ("before restore") and of the one recording the restored tree. */
   safetyMeta?: Record<string, string>;
   restoredMeta?: Record<string, string>;
+  /**
+   * Runs once the files are written, before the store records their stat data (the container backend gives them
+   * to the agent's user: a change of owner the store must not take for a change of the files).
+   */
+  written?: () => Promise<void>;
 }

@@ -5,6 +5,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { childPids, descendantPids, isAlive, pidsRunning } from "@codex-agent-api/testkit";
 import { waitFor } from "./fixture.js";
+import { backendArgs } from "./sandbox.js";
 
 export { childPids, descendantPids, isAlive, pidsRunning };
 
@@ -128,7 +129,7 @@ export async function startCliServer(
   const { modelUrl, ...spawnOpts } = opts;
   const model = modelUrl ? ["--model-base-url", modelUrl, "--model", "mock-model"] : ["--mock-model"];
   const p = spawnCli(
-    [...model, "--port", "0", "--data-dir", dataDir, ...args],
+    [...model, "--port", "0", "--data-dir", dataDir, ...backendArgs(args).args, ...args],
     { LOG_LEVEL: "info", ...(modelUrl ? { OPENAI_API_KEY: "dummy" } : {}), ...env },
     spawnOpts,
   );

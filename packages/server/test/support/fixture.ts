@@ -12,6 +12,7 @@ import { type Service, startService } from "../../src/main/service.js";
 import type { Engines } from "../../src/platform/engine/types.js";
 import { SqliteStore } from "../../src/store/sqlite/index.js";
 import type { Store } from "../../src/store/types.js";
+import { backendArgs, removeSandboxes } from "./sandbox.js";
 
 export interface ServerFixture {
   service: Service;
@@ -28,6 +29,8 @@ export interface ServerFixture {
     body?: unknown,
     headers?: Record<string, string>,
   ): Promise<{ status: number; body: T }>;
+  /** A session's workspace on this host (on the container backend: its sandbox's volume). */
+  workspaceOf(sessionId: string): Promise<string>;
   /** Stops the service (graceful) and, unless `keepData`, removes its directories. */
   close(opts?: { keepData?: boolean }): Promise<void>;
 }
@@ -40,8 +43,9 @@ export async function startServer(
   opts: { args?: string[]; env?: Record<string, string>; dataDir?: string; clock?: Clock } = {},
 ): Promise<ServerFixture> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), "cas-test-"));
+  const backend = backendArgs(opts.args ?? []);
   const config = loadConfig(
-    ["--mock-model", "--port", "0", "--data-dir", dataDir, ...(opts.args ?? [])],
+    ["--mock-model", "--port", "0", "--data-dir", dataDir, ...backend.args, ...(opts.args ?? [])],
     { ...opts.env },
     dataDir,
   );
@@ -69,9 +73,16 @@ export async function startServer(
       const res = await request(method, path, body, headers);
       return { status: res.status, body: (await res.json()) as T };
     },
+    async workspaceOf(sessionId: string) {
+      const s = await service.core.store.getSession(sessionId);
+      if (!s) throw new Error(`no session ${sessionId}`);
+      return s.workspace;
+    },
     async close(o = {}) {
       await service.stop();
       expectNothingLeft(dataDir, config.workspaceRoot);
+      // The sandboxes first: a shared workspace they bind-mount lies in the data directory.
+      if (!o.keepData && backend.dir) await removeSandboxes(backend.dir);
       if (!o.keepData && !opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };

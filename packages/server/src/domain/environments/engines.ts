@@ -23,9 +23,9 @@ import { type OutboundGuard, TargetRefused } from "../../platform/net/outbound-g
 import type { EnvironmentRecord, SessionRecord } from "../../store/types.js";
 import { HookFailure } from "../feature.js";
 import { placeheld } from "../sandboxes/secrets.js";
+import { sandboxIdOf } from "../sessions/workspace.js";
 import {
   derivedThreadOptions,
-  sandboxIdOf,
   sessionOfThreadOptions,
   withCommandVariables,
 } from "../turns/thread-options.js";

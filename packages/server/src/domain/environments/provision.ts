@@ -189,6 +189,8 @@ export class Provisioner {
     if (spec.files.length > 0) log(`== ${spec.files.length} file(s) written\n`);
     // The directory as the commands see it (in a container: its workspace), and where they start from.
     const boxed = Boolean(job.sandboxId);
+    // In a container, what the server wrote becomes the agent's (its commands run as a user of their own).
+    if (boxed && spec.files.length > 0) await this.deps.sandboxes?.handToAgent(job.sandboxId!);
     const root = boxed ? SANDBOX_CWD : directory;
     const layout = packageLayout(root, spec);
     const baseEnv: Record<string, string> = {

@@ -48,8 +48,8 @@ import { ContentMissingError, copyContents } from "../files/storage.js";
 import { SANDBOX_CWD } from "../sandboxes/paths.js";
 import { placeheld } from "../sandboxes/secrets.js";
 import type { Workspaces } from "../sandboxes/workspaces.js";
+import { sandboxIdOf } from "../sessions/workspace.js";
 import type { EnvironmentThread } from "../turns/thread-options.js";
-import { sandboxIdOf } from "../turns/thread-options.js";
 import { type Keyring, newObjectId, sealedContext, type VaultService } from "../vaults/service.js";
 import { type Provisioner, type ProvisionResult, packageLayout } from "./provision.js";
 import { redactValues } from "./redaction.js";
@@ -545,19 +545,22 @@ export class EnvironmentService {
       throw conflict("The environment's session has a running turn: add files between turns", "session_busy");
     }
     const rel = workspaceFilePath(body.path, "path");
+    let size: number;
     if (!file) {
-      const r = writeUpload(env.directory, { path: rel, content_base64: body.data ?? "" });
-      return { path: body.path, size_bytes: r.bytes };
+      size = writeUpload(env.directory, { path: rel, content_base64: body.data ?? "" }).bytes;
+    } else {
+      try {
+        size = await copyContents(this.deps.files.contentPath(file), env.directory, rel);
+      } catch (err) {
+        if (err instanceof ContentMissingError) throw notFound(`No such File object: ${file.id}`, "file_id");
+        throw err;
+      }
     }
-    try {
-      return {
-        path: body.path,
-        size_bytes: await copyContents(this.deps.files.contentPath(file), env.directory, rel),
-      };
-    } catch (err) {
-      if (err instanceof ContentMissingError) throw notFound(`No such File object: ${file.id}`, "file_id");
-      throw err;
-    }
+    // The file (and the directories made for it) become the agent's: the sandbox that holds the directory is its
+    // session's, or (made ahead, not yet attached) the environment's own.
+    const sandboxId = session ? sandboxIdOf(session) : this.containers ? env.id : null;
+    await this.deps.workspaces.handOver({ sandboxId }, [rel.split("/")[0]!]);
+    return { path: body.path, size_bytes: size };
   }
 
   /**

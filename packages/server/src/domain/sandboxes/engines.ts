@@ -12,7 +12,8 @@ import type { Engines, Lease, LeaseOptions } from "../../platform/engine/types.j
 import type { Sandboxes, SandboxNetwork } from "../../platform/sandbox/sandboxes.js";
 import type { SessionRecord } from "../../store/types.js";
 import { HookFailure } from "../feature.js";
-import { sandboxIdOf, sessionOfThreadOptions, withCommandVariables } from "../turns/thread-options.js";
+import { sandboxIdOf } from "../sessions/workspace.js";
+import { sessionOfThreadOptions, withCommandVariables } from "../turns/thread-options.js";
 
 export interface SandboxEnginesDeps {
   sandboxes: Sandboxes;

@@ -31,6 +31,11 @@ export interface ProvidedWorkspace {
 export interface Workspaces {
   readonly backend: "local" | "container";
   provide(req: WorkspaceRequest): Promise<ProvidedWorkspace>;
+  /**
+   * Files this server wrote into the workspace (workspace-relative `paths`, default all) become the agent's: on the
+   * container backend its commands run as a user of their own, and what the server writes is root's otherwise.
+   */
+  handOver(ws: { sandboxId: string | null }, paths?: string[]): Promise<void>;
   /** The workspace is no longer anyone's: its sandbox and its own directory go (a shared one stays). */
   release(ws: { directory: string; sandboxId: string | null; shared: boolean }): Promise<void>;
 }
@@ -41,6 +46,10 @@ export class LocalWorkspaces implements Workspaces {
   async provide(req: WorkspaceRequest): Promise<ProvidedWorkspace> {
     mkdirSync(req.directory, { recursive: true, mode: 0o700 });
     return { directory: req.directory, sandboxId: null };
+  }
+
+  async handOver(): Promise<void> {
+    // The engine's commands run as this server's user: what it writes is theirs already.
   }
 
   async release(ws: { directory: string; shared: boolean }): Promise<void> {
@@ -61,6 +70,10 @@ export class ContainerWorkspaces implements Workspaces {
       ...(req.shared ? { workspaceDir: req.directory } : {}),
     });
     return { directory: s.hostPath, sandboxId: s.id };
+  }
+
+  async handOver(ws: { sandboxId: string | null }, paths?: string[]): Promise<void> {
+    if (ws.sandboxId) await this.sandboxes.handToAgent(ws.sandboxId, paths);
   }
 
   async release(ws: { directory: string; sandboxId: string | null; shared: boolean }): Promise<void> {

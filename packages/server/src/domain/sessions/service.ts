@@ -1,5 +1,5 @@
 /** Sessions: create, read, change, list, delete and expire them, within the caller's project. */
-import { basename, join } from "node:path";
+import { join } from "node:path";
 import type { ContainerSize } from "@codex-agent-api/sandbox";
 import type { Logger } from "pino";
 import type { Config } from "../../config/load.js";
@@ -19,6 +19,7 @@ import { sameFunctionTools } from "../tools.js";
 import type { TurnControl } from "../turns/control.js";
 import type { TurnRunner } from "../turns/runner.js";
 import { ZERO_USAGE } from "../usage.js";
+import { ownsWorkspace, sandboxIdOf } from "./workspace.js";
 
 /** Where a session works: its own directory under the workspace root, or the root shared by such sessions. */
 export type WorkspaceMode = "shared" | "session";
@@ -78,6 +79,8 @@ export class SessionService {
     }
     const now = clock.now();
     const id = newId("sess_");
+    // Several sessions work in the shared root; a chosen directory is never deleted with the session.
+    const shared = opts.directory !== undefined || opts.workspace === "shared";
     const ws =
       opts.sandboxId !== undefined && opts.directory !== undefined
         ? { directory: opts.directory, sandboxId: opts.sandboxId }
@@ -86,8 +89,7 @@ export class SessionService {
             directory:
               opts.directory ??
               (opts.workspace === "session" ? join(config.workspaceRoot, id) : config.workspaceRoot),
-            // Several sessions work in the shared root; a chosen directory is never deleted with the session.
-            shared: opts.directory !== undefined || opts.workspace === "shared",
+            shared,
             size: opts.size ?? null,
           });
     const session: SessionRecord = {
@@ -115,6 +117,7 @@ export class SessionService {
       extra: {
         ...f.extra,
         workspace_mode: opts.workspace,
+        own_workspace: !shared,
         ...(ws.sandboxId ? { sandbox_id: ws.sandboxId } : {}),
         settings: mergeSettings(settings, f.settings ?? {}),
       },
@@ -235,8 +238,8 @@ export class SessionService {
     this.deps.hub.closeSession(s.id);
     if (s.thread_id) this.deps.engines.forget(s.thread_id);
     await this.deps.store.deleteSession(s.id);
-    const own = s.extra.workspace_mode === "session" && basename(s.workspace) === s.id;
-    const sandboxId = typeof s.extra.sandbox_id === "string" ? s.extra.sandbox_id : null;
+    const own = ownsWorkspace(s);
+    const sandboxId = sandboxIdOf(s);
     // Its sandbox goes with it (an environment's made ahead expires with its session); a shared directory stays.
     await this.deps.workspaces.release({ directory: s.workspace, sandboxId, shared: !own });
     this.runHooks("afterDelete", s);

@@ -5,6 +5,7 @@ import { engineSearchPath, isolated, PERMISSION_PROFILE } from "../../platform/e
 import type { SessionRecord } from "../../store/types.js";
 import { AUTOMATIONS_TOOL_SPEC } from "../automations/tool-spec.js";
 import { CONTAINER_PATH, SANDBOX_CWD } from "../sandboxes/paths.js";
+import { sandboxIdOf } from "../sessions/workspace.js";
 import { settingsOf } from "../settings.js";
 import { functionTools, hasAutomationsTool, type McpTool, mcpTools, toolsOf } from "../tools.js";
 
@@ -44,12 +45,6 @@ export interface EnvironmentThread {
   network: boolean;
   env: Record<string, string>;
   path: string[];
-}
-
-/** The sandbox a session's commands run in (the container backend), or null: the engine's sandbox on this host. */
-export function sandboxIdOf(session: SessionRecord): string | null {
-  const id = session.extra.sandbox_id;
-  return typeof id === "string" && id !== "" ? id : null;
 }
 
 /**

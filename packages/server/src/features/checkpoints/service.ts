@@ -30,11 +30,13 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import { readdir } from "node:fs/promises";
-import { basename, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import type { Logger } from "pino";
 import type { Config } from "../../config/load.js";
 import type { SessionHooks, TurnHooks } from "../../domain/feature.js";
+import type { Workspaces } from "../../domain/sandboxes/workspaces.js";
 import type { SessionFields, SessionService } from "../../domain/sessions/service.js";
+import { ownsWorkspace, sandboxIdOf } from "../../domain/sessions/workspace.js";
 import { settingsOf } from "../../domain/settings.js";
 import type { TurnRunner } from "../../domain/turns/runner.js";
 import type { Clock, Timer } from "../../kernel/clock.js";
@@ -74,6 +76,7 @@ export interface CheckpointDeps {
   logger: Logger;
   cluster: { readonly instanceId: string; readonly healthy: boolean };
   rollouts: Rollouts;
+  workspaces: Pick<Workspaces, "handOver">;
 }
 
 /** One workspace directory and its store. */
@@ -513,6 +516,7 @@ export class CheckpointService {
         ...(backup ? { conv_thread: backup } : {}),
       }),
       restoredMeta: toMeta({ ...this.metaFields(s), kind: "restore", conv: current }),
+      written: () => this.handOver(s),
     });
     if (plan) {
       try {
@@ -523,6 +527,7 @@ export class CheckpointService {
           await repo
             .restore(result.undo, {
               restoredMeta: toMeta({ ...this.metaFields(s), kind: "restore", conv: current }),
+              written: () => this.handOver(s),
             })
             .catch((e: unknown) =>
               this.deps.logger.error({ session: s.id, err: String(e) }, "could not undo a failed restore"),
@@ -601,6 +606,7 @@ export class CheckpointService {
           forked_from: target.id,
           forked_from_session: s.id,
         }),
+        () => this.handOver(created),
       );
       ws.repo = Promise.resolve(forked.repo);
       let thread: string | null = null;
@@ -666,10 +672,15 @@ export class CheckpointService {
 
   // ---- internals ---------------------------------------------------------------------------------------
 
+  /** The files a restore or a fork wrote (as this server's user) become the agent's (the container backend). */
+  private handOver(s: SessionRecord): Promise<void> {
+    return this.deps.workspaces.handOver({ sandboxId: sandboxIdOf(s) });
+  }
+
   private workspaceOf(s: SessionRecord): Workspace {
     const { config } = this.deps;
     const workspace = resolve(s.workspace);
-    const own = s.extra.workspace_mode === "session" && basename(workspace) === s.id;
+    const own = ownsWorkspace(s);
     const key = own ? s.id : `ws_${hash(workspace)}`;
     let ws = this.workspaces.get(key);
     if (!ws) {

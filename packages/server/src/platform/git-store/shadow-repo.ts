@@ -394,6 +394,7 @@ export class ShadowRepo {
       // The index holds `current` with fresh stat data, so git rewrites only what differs and deletes only
       // files it holds; `--reset` also replaces untracked files that stand where the target has a file.
       await this.git.run(["read-tree", "-u", "--reset", target.tree]);
+      await this.afterWrite(opts.written);
       await this.knowIndex(target.tree);
       this.refreshSoon();
       const written = new Set(changes.filter((c) => c.action === "write").map((c) => c.path));
@@ -411,7 +412,8 @@ export class ShadowRepo {
   /**
    * Starts another workspace from checkpoint `id`: opens (creates) the store at `gitDir` for `workspace`, which
    * must be empty, copies the checkpoint's objects into it, writes the checkpoint's files there and records them
-   * as its first checkpoint (label and meta given). Nothing of this store or its workspace changes.
+   * as its first checkpoint (label and meta given; `written` as a restore's). Nothing of this store or its
+   * workspace changes.
    */
   forkInto(
     id: string,
@@ -420,11 +422,12 @@ export class ShadowRepo {
     options: Partial<CheckpointOptions>,
     label: string,
     meta: Record<string, string>,
+    written?: () => Promise<void>,
   ): Promise<{ repo: ShadowRepo; checkpoint: CheckpointInfo }> {
     return this.exclusive(async () => {
       const source = await this.require(id);
       const repo = await ShadowRepo.open(gitDir, workspace, options);
-      const checkpoint = await repo.adopt(this.git.gitDir, source, label, meta);
+      const checkpoint = await repo.adopt(this.git.gitDir, source, label, meta, written);
       return { repo, checkpoint };
     });
   }
@@ -435,6 +438,7 @@ export class ShadowRepo {
     source: Entry,
     label: string,
     meta: Record<string, string>,
+    written?: () => Promise<void>,
   ): Promise<CheckpointInfo> {
     return this.exclusive(async () => {
       if (await this.head(true)) throw conflict("The workspace to fork into already has checkpoints");
@@ -449,6 +453,7 @@ export class ShadowRepo {
       try {
         // An empty index: every file of the tree is written.
         await this.git.run(["read-tree", "-u", "--reset", source.tree]);
+        await this.afterWrite(written);
         await this.knowIndex(source.tree);
         this.refreshSoon();
         const checkpoint = await this.commit(source.tree, null, label, meta, []);
@@ -582,6 +587,13 @@ export class ShadowRepo {
     const tree = (await this.git.text(["write-tree"])).trim();
     await this.knowIndex(tree);
     return tree;
+  }
+
+  /** A restore's or fork's `written` hook, then the index's stat data read again (the hook may change owners). */
+  private async afterWrite(written: (() => Promise<void>) | undefined): Promise<void> {
+    if (!written) return;
+    await written();
+    await this.git.run(["update-index", "-q", "--refresh"], { okCodes: [1] });
   }
 
   /** The index now holds `tree`. */

@@ -196,6 +196,14 @@ export class Sandboxes {
     }
   }
 
+  /** What this host wrote into the sandbox's workspace (workspace-relative paths; default all) becomes the agent's. */
+  async handToAgent(id: string, paths?: string[]): Promise<void> {
+    this.assertOpen();
+    const s = this.backend.get(id) ?? (await this.backend.adopt(id));
+    if (!s) throw new Error(`no sandbox ${id}`);
+    await s.handToAgent(paths);
+  }
+
   /** The container, its workspace (unless shared) and its proxy endpoint are gone. */
   async destroy(id: string): Promise<void> {
     await this.endpoints.get(id)?.close();

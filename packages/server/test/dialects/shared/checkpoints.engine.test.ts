@@ -21,6 +21,7 @@ import { APIError, NotFoundError } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readSse, type ServerFixture, type SseEvent, startServer, waitFor } from "../../support/fixture.js";
 import { expectApiError, rejection, sdk } from "../../support/openai-helpers.js";
+import { giveToOwner } from "../../support/sandbox.js";
 
 const OFFICIAL = { "OpenAI-Beta": "agents=v1" };
 const shell = (cmd: string, reply: string) =>
@@ -105,11 +106,18 @@ function fingerprint(dir: string): Record<string, string> {
 function git(cwd: string, ...args: string[]): string {
   const env: NodeJS.ProcessEnv = { GIT_CONFIG_GLOBAL: "/dev/null", GIT_CONFIG_NOSYSTEM: "1" };
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("GIT_") && v !== undefined) env[k] = v;
-  return execFileSync(
+  const out = execFileSync(
     "git",
-    ["-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main", ...args],
+    [
+      ...["-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main"],
+      // On the container backend the workspace is the agent user's.
+      ...["-c", "safe.directory=*"],
+      ...args,
+    ],
     { cwd, env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] },
   );
+  giveToOwner(cwd);
+  return out;
 }
 
 let f: ServerFixture;
@@ -138,7 +146,7 @@ async function ownSession(): Promise<{ id: string; ws: string }> {
   const s = await ok<{ id: string }>("POST", "/v1/agents/sessions", { workspace_mode: "session" });
   const baseline = await ok<{ data: Checkpoint[] }>("GET", `/v1/agents/sessions/${s.id}/checkpoints`);
   expect(baseline.data.map((c) => [c.kind, c.stats.files])).toEqual([["baseline", 0]]);
-  return { id: s.id, ws: join(f.workspace, s.id) };
+  return { id: s.id, ws: await f.workspaceOf(s.id) };
 }
 
 /** Runs one template turn (streamed) and returns its frames and turn id. */
@@ -154,6 +162,7 @@ async function turn(id: string, input: string): Promise<{ turnId: string; frames
 const write = (ws: string, rel: string, content: string | Buffer) => {
   mkdirSync(dirname(join(ws, rel)), { recursive: true });
   writeFileSync(join(ws, rel), content);
+  giveToOwner(ws, join(ws, rel.split("/")[0]!));
 };
 const lines = (n: number, tag: string) => Array.from({ length: n }, (_, i) => `${tag} line ${i}\n`).join("");
 
@@ -395,7 +404,7 @@ describe("checkpoints API", () => {
     expect(fork.id).not.toBe(id);
     expect(fork.forked_from).toMatchObject({ session_id: id, turn_id: first.turnId, conversation_turns: 1 });
     expect(fork.checkpoint).toMatchObject({ kind: "fork", session_id: fork.id });
-    const forkWs = join(f.workspace, fork.id);
+    const forkWs = await f.workspaceOf(fork.id);
     expect(snapshot(forkWs)).toEqual({ "a.txt": `file:${sha("a")}` });
     expect(snapshot(ws)).toEqual({ "b.txt": `file:${sha("b")}` });
     // Its history is the conversation it was forked with: the first turn's items, as the source has them.
@@ -423,7 +432,7 @@ describe("checkpoints API", () => {
     );
     expect(fresh.status).toBe(201);
     expect(fresh.body.forked_from.conversation_turns).toBe(0);
-    expect(snapshot(join(f.workspace, fresh.body.id))).toEqual({ "b.txt": `file:${sha("b")}` });
+    expect(snapshot(await f.workspaceOf(fresh.body.id))).toEqual({ "b.txt": `file:${sha("b")}` });
     const before = f.mock.requests().length;
     await turn(fresh.body.id, "Reply with exactly: new");
     expect(userTexts(before)).toEqual([["Reply with exactly: new"]]);
@@ -618,7 +627,7 @@ describe("checkpoints API", () => {
       {},
     );
     expect(fork.status).toBe(201);
-    expect(readFileSync(join(f.workspace, fork.body.id, name), "utf8")).toBe("shared");
+    expect(readFileSync(join(await f.workspaceOf(fork.body.id), name), "utf8")).toBe("shared");
   });
 
   it("validation errors in the template shape", async () => {
@@ -648,7 +657,7 @@ describe("checkpoints API", () => {
       agent: { model: "mock-model" },
       environment: { type: "none" },
     });
-    const ws = join(f.workspace, s.id);
+    const ws = await f.workspaceOf(s.id);
     await client.get(`/agents/sessions/${s.id}/checkpoints`, { headers: OFFICIAL }); // the baseline is made
     write(ws, "keep.txt", "keep\n");
     const stream = await client.beta.agents.sessions.stream(s.id, {
@@ -731,7 +740,7 @@ describe("checkpoints API", () => {
       session_id: fork.id,
       agent_id: forked.agent.id,
     });
-    expect(snapshot(join(f.workspace, fork.id))).toEqual({ "made.txt": `file:${sha("new\n")}` });
+    expect(snapshot(await f.workspaceOf(fork.id))).toEqual({ "made.txt": `file:${sha("new\n")}` });
     const before = f.mock.requests().length;
     await (
       await client.beta.agents.sessions.stream(fork.id, { input: "Reply with exactly: branch" })

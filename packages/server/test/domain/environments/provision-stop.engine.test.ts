@@ -89,7 +89,7 @@ describe("stopping an environment's preparation", () => {
     expect(r.ok).toBe(false);
     expect(calls).toContain("command/exec/terminate");
     const alive = (ps: ProcessRef[]) => ps.filter(running);
-    await waitFor(() => alive(started).length === 0, 5000, "the left processes to end");
+    await waitFor(() => alive(started ?? []).length === 0, 5000, "the left processes to end");
     expect(processesIn(directory)).toEqual([]);
   });
 });
