@@ -9,6 +9,7 @@ import { MockResponsesServer, scriptedModel } from "@codex-agent-api/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CliServer, startCliServer } from "../support/cli-process.js";
 import { cleanup } from "../support/fixture.js";
+import { hostWorkspaceOf, onContainerBackend } from "../support/sandbox.js";
 
 const SECRETS = {
   OPENAI_API_KEY: "sk-isolation-model-key-4a1f",
@@ -121,12 +122,13 @@ describe("agent commands are isolated", () => {
       "/workspace",
       "/workspace",
     ]);
-    const wsA = join(dataDir, "workspace", a.id);
-    const wsB = join(dataDir, "workspace", b.id);
+    const wsA = hostWorkspaceOf(dataDir, a.id);
+    const wsB = hostWorkspaceOf(dataDir, b.id);
     // B keeps a private file in its workspace (written by its own command: that works).
     const own = await run(b.id, "echo b-private-content > private.txt && cat private.txt && pwd");
     expect(own.output).toContain("b-private-content");
-    expect(own.output).toContain(wsB);
+    // (A container sees its workspace at /workspace.)
+    expect(own.output).toContain(onContainerBackend ? "/workspace" : wsB);
 
     const probe = await run(
       a.id,

@@ -129,7 +129,7 @@ export async function startCliServer(
   const { modelUrl, ...spawnOpts } = opts;
   const model = modelUrl ? ["--model-base-url", modelUrl, "--model", "mock-model"] : ["--mock-model"];
   const p = spawnCli(
-    [...model, "--port", "0", "--data-dir", dataDir, ...backendArgs(args).args, ...args],
+    [...model, "--port", "0", "--data-dir", dataDir, ...backendArgs(args, dataDir).args, ...args],
     { LOG_LEVEL: "info", ...(modelUrl ? { OPENAI_API_KEY: "dummy" } : {}), ...env },
     spawnOpts,
   );

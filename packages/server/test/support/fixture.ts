@@ -43,7 +43,7 @@ export async function startServer(
   opts: { args?: string[]; env?: Record<string, string>; dataDir?: string; clock?: Clock } = {},
 ): Promise<ServerFixture> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), "cas-test-"));
-  const backend = backendArgs(opts.args ?? []);
+  const backend = backendArgs(opts.args ?? [], dataDir);
   const config = loadConfig(
     ["--mock-model", "--port", "0", "--data-dir", dataDir, ...backend.args, ...(opts.args ?? [])],
     { ...opts.env },
@@ -81,9 +81,13 @@ export async function startServer(
     async close(o = {}) {
       await service.stop();
       expectNothingLeft(dataDir, config.workspaceRoot);
-      // The sandboxes first: a shared workspace they bind-mount lies in the data directory.
-      if (!o.keepData && backend.dir) await removeSandboxes(backend.dir);
-      if (!o.keepData && !opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
+      if (!o.keepData && !opts.dataDir) {
+        // The sandboxes first: a shared workspace they bind-mount lies in the data directory. (With a data
+        // directory of the test's own, a later server may start on it: they stay, scripts/container-suites.ts
+        // removes them once the run ends.)
+        if (backend.dir) await removeSandboxes(backend.dir);
+        rmSync(dataDir, { recursive: true, force: true });
+      }
     },
   };
 }

@@ -1,7 +1,7 @@
 // Test helpers for the container backend: the image (built when missing), scratch roots on a real file system (loop
 // images need one), and checks that a test left no container or mount behind.
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { buildImage, ContainerBackend, DEFAULT_IMAGE } from "@codex-agent-api/sandbox";
 
@@ -32,14 +32,23 @@ export function mountsUnder(dir: string): string[] {
 /**
  * The sandbox backend a suite runs on: `TEST_SANDBOX_BACKEND=container` (the `container` project of
  * vitest.config.ts) runs every session of a server in a container of its own, unless the test chose a backend.
- * `dir` (the sandboxes' root) is removed when the test process ends, if its server has not.
+ * `dir` (the sandboxes' root, one per data directory) is removed when the test process ends, if its server has not.
  */
+/** This run's suites are on the container backend (the `container` project of vitest.config.ts). */
+export const onContainerBackend = process.env.TEST_SANDBOX_BACKEND === "container";
+
 const suiteRoots = new Set<string>();
-export function backendArgs(args: readonly string[]): { args: string[]; dir: string | null } {
-  if (process.env.TEST_SANDBOX_BACKEND !== "container" || args.includes("--sandbox-backend")) {
+const rootOfData = new Map<string, string>();
+export function backendArgs(
+  args: readonly string[],
+  dataDir: string,
+): { args: string[]; dir: string | null } {
+  if (!onContainerBackend || args.includes("--sandbox-backend")) {
     return { args: [], dir: null };
   }
-  const dir = sandboxRoot("suite");
+  // A restart on the same data directory finds its sandboxes again.
+  const dir = rootOfData.get(dataDir) ?? sandboxRoot("suite");
+  rootOfData.set(dataDir, dir);
   if (suiteRoots.size === 0) {
     process.once("exit", () => {
       for (const d of suiteRoots) {
@@ -70,6 +79,7 @@ export async function removeSandboxes(dir: string): Promise<void> {
   }
   rmSync(dir, { recursive: true, force: true });
   suiteRoots.delete(dir);
+  for (const [data, root] of rootOfData) if (root === dir) rootOfData.delete(data);
 }
 
 /**
@@ -79,4 +89,21 @@ export async function removeSandboxes(dir: string): Promise<void> {
 export function giveToOwner(ws: string, path: string = ws): void {
   if (statSync(ws).uid === process.getuid?.()) return;
   execFileSync("chown", ["-R", "--no-dereference", `--reference=${ws}`, path]);
+}
+
+/**
+ * A session's workspace on this host, for a server run by a test on `dataDir`: `<data>/workspace/<id>` (local), or
+ * its sandbox's volume (container; found by the sandbox records under the server's sandbox root).
+ */
+export function hostWorkspaceOf(dataDir: string, sessionId: string): string {
+  const root = rootOfData.get(dataDir);
+  if (!root) return join(dataDir, "workspace", sessionId);
+  const sandboxes = join(root, "backend", "sandboxes");
+  for (const key of existsSync(sandboxes) ? readdirSync(sandboxes) : []) {
+    const meta = join(sandboxes, key, "meta.json");
+    if (!existsSync(meta)) continue;
+    const r = JSON.parse(readFileSync(meta, "utf8")) as { id: string | null; disk: { mountPath: string } };
+    if (r.id === sessionId) return r.disk.mountPath;
+  }
+  throw new Error(`no sandbox of session ${sessionId} under ${root}`);
 }

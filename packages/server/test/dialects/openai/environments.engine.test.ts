@@ -25,6 +25,7 @@ import {
 } from "../../support/environment-helpers.js";
 import { type ServerFixture, startServer, waitFor } from "../../support/fixture.js";
 import { EventLog, expectApiError, messageEvent, rejection, sdk } from "../../support/openai-helpers.js";
+import { onContainerBackend } from "../../support/sandbox.js";
 
 let f: ServerFixture;
 let client: OpenAI;
@@ -68,6 +69,10 @@ async function runIn(environment: Record<string, unknown>, cmd: string) {
   return { id, events, text: text.join(""), output: outputs.join("\n") };
 }
 
+/** npm packages (not on the container backend: its default image has no npm; refused there, see below). */
+const npm = !onContainerBackend;
+const NPM_PACKAGES = ["./vendor/tiny-1.0.0.tgz"];
+
 describe("openai_hosted environments", () => {
   it("files, an npm package, a Python package and a setup command are there before the first command; variables reach commands, never responses", async () => {
     const token = `tok-${randomBytes(12).toString("hex")}`;
@@ -79,20 +84,20 @@ describe("openai_hosted environments", () => {
           { type: "inline", path: "/workspace/vendor/tiny-1.0.0.tgz", data: b64(npmTarball()) },
           { type: "inline", path: "/workspace/vendor/tinypy-0.1-py3-none-any.whl", data: b64(pythonWheel()) },
         ],
-        packages: {
-          npm: ["./vendor/tiny-1.0.0.tgz"],
-          python: ["./vendor/tinypy-0.1-py3-none-any.whl"],
-        },
+        packages: { ...(npm ? { npm: NPM_PACKAGES } : {}), python: ["./vendor/tinypy-0.1-py3-none-any.whl"] },
         setup_commands: [
-          { command: 'echo "setup saw $(tiny-cli)" > setup.txt' },
+          {
+            command: npm
+              ? 'echo "setup saw $(tiny-cli)" > setup.txt'
+              : 'echo "setup saw $(whoami)" > setup.txt',
+          },
           { command: "pwd > where.txt", cwd: "/workspace/data" },
         ],
         env: { MY_TOKEN: token, GREETING: "hi" },
       },
       [
         "cat data/hello.txt setup.txt data/where.txt",
-        "tiny-cli",
-        `node -e 'console.log(require("tiny").value)'`,
+        ...(npm ? ["tiny-cli", `node -e 'console.log(require("tiny").value)'`] : []),
         `python -c 'import tinypy; print(tinypy.VALUE)'`,
         'printf %s "$MY_TOKEN" | sha256sum',
         'echo "token is $MY_TOKEN"',
@@ -101,9 +106,10 @@ describe("openai_hosted environments", () => {
     );
     expect(text).toBe("done");
     expect(output).toContain("hello from a file");
-    expect(output).toContain("setup saw tiny-ok");
+    // (In a container, setup runs as the agent's own user.)
+    expect(output).toContain(npm ? "setup saw tiny-ok" : "setup saw agent");
     expect(output).toMatch(/\/data\n/);
-    expect(output).toContain("tiny-value");
+    if (npm) expect(output).toContain("tiny-value");
     expect(output).toContain("py-ok");
     // The variable reached the command (its hash), but what the session stores has it replaced.
     expect(output).toContain(sha256(token));
@@ -126,7 +132,7 @@ describe("openai_hosted environments", () => {
       type: "openai_hosted",
       network: { access: "disabled", allowed_domains: [] },
       packages: {
-        npm: ["./vendor/tiny-1.0.0.tgz"],
+        npm: npm ? NPM_PACKAGES : [],
         python: ["./vendor/tinypy-0.1-py3-none-any.whl"],
         system: [],
       },
@@ -344,14 +350,17 @@ describe("network", () => {
   it("is off unless asked: a command's request fails", async () => {
     const { id } = await runIn({ type: "openai_hosted" }, probe());
     const net = await workspaceFile(id, "net.txt");
-    expect(net).toMatch(/rc=7/);
+    // No route at all (local); in a container, the egress proxy ends the connection (the network is off).
+    expect(net).toMatch(onContainerBackend ? /rc=(52|56)/ : /rc=7/);
     expect(net).not.toContain("200");
   });
 
   it("network access 'enabled' lets the agent's commands connect", async () => {
     const { id } = await runIn({ type: "openai_hosted", network: { access: "enabled" } }, probe());
     const net = await workspaceFile(id, "net.txt");
-    expect(net).toMatch(/^200 rc=0/);
+    // In a container the network is the egress proxy's, which never lets a command reach this service (loopback):
+    // its refusal is the answer (test/domain/sandboxes: an allowed host is reached).
+    expect(net).toMatch(onContainerBackend ? /^403 rc=0/ : /^200 rc=0/);
     const session = await client.beta.agents.sessions.retrieve(id);
     expect((session.environment as { network: unknown }).network).toEqual({
       access: "enabled",
@@ -359,20 +368,41 @@ describe("network", () => {
     });
   });
 
-  it("'restricted' (domain lists) is refused: the sandbox has no proxy that would enforce it", async () => {
-    const err = await rejection(
-      client.beta.agents.sessions.create({
+  it.skipIf(!onContainerBackend)(
+    "'restricted' (domain lists) is taken on the container backend",
+    async () => {
+      const s = await client.beta.agents.sessions.create({
         agent: { model: "mock-model" },
         environment: {
           type: "openai_hosted",
           network: { access: "restricted", allowed_domains: ["pypi.org"] },
         },
-      }),
-    );
-    const e = expectApiError(err, UnprocessableEntityError, 422);
-    expect(e.code).toBe("unsupported_network_policy");
-    expect(e.param).toBe("environment.network.access");
-  });
+      });
+      expect((s.environment as { network: unknown }).network).toEqual({
+        access: "restricted",
+        allowed_domains: ["pypi.org"],
+      });
+      await client.beta.agents.sessions.delete(s.id);
+    },
+  );
+
+  it.skipIf(onContainerBackend)(
+    "'restricted' (domain lists) is refused: the sandbox has no proxy that would enforce it",
+    async () => {
+      const err = await rejection(
+        client.beta.agents.sessions.create({
+          agent: { model: "mock-model" },
+          environment: {
+            type: "openai_hosted",
+            network: { access: "restricted", allowed_domains: ["pypi.org"] },
+          },
+        }),
+      );
+      const e = expectApiError(err, UnprocessableEntityError, 422);
+      expect(e.code).toBe("unsupported_network_policy");
+      expect(e.param).toBe("environment.network.access");
+    },
+  );
 });
 
 describe("templates", () => {
@@ -510,7 +540,15 @@ describe("what this server does not do is refused, never ignored", () => {
       422,
       "unsupported_system_packages",
     );
-    expect(system.message).toMatch(/--environment-system-installer/);
+    expect(system.message).toMatch(onContainerBackend ? /--sandbox-image/ : /--environment-system-installer/);
+    if (onContainerBackend) {
+      const npmRefused = await refused(
+        { type: "openai_hosted", packages: { npm: NPM_PACKAGES } },
+        422,
+        "unsupported_npm_packages",
+      );
+      expect(npmRefused.message).toMatch(/npm/);
+    }
     await refused(
       { type: "openai_hosted", skills: [{ type: "skill_reference", skill_id: "sk_1" }] },
       422,
@@ -689,7 +727,8 @@ describe("self_hosted", () => {
     });
     expect((s.environment as { workspace_directory: string }).workspace_directory).toBe(shared);
     await client.beta.agents.sessions.stream(s.id, { input: shell("pwd > where.txt") }).finalResult();
-    expect(await workspaceFile(s.id, "where.txt")).toBe(`${shared}\n`);
+    // (A container sees the directory at /workspace.)
+    expect(await workspaceFile(s.id, "where.txt")).toBe(onContainerBackend ? "/workspace\n" : `${shared}\n`);
     // A directory the client chose is where its files are, to the client too.
     const listed = [];
     for await (const a of client.beta.agents.sessions.artifacts.list(s.id)) listed.push(a);
@@ -713,7 +752,7 @@ describe("self_hosted", () => {
     await deny("/etc", PermissionDeniedError, 403);
     await deny(f.workspace, PermissionDeniedError, 403);
     await deny(f.dataDir, PermissionDeniedError, 403);
-    await deny(join(f.workspace, plain.id), PermissionDeniedError, 403);
+    await deny(await f.workspaceOf(plain.id), PermissionDeniedError, 403);
     await deny(join(f.workspace, "missing"), BadRequestError, 400);
   });
 });
