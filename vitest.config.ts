@@ -17,6 +17,14 @@ function ramDiskFree(dir: string): number {
 //   engine    *.engine.test.ts    starts processes: the real engine against the mock model, the CLI, git.
 //   external  *.external.test.ts  needs what is outside the repository: PostgreSQL, Python, Chromium.
 const TESTS = "packages/*/test/**/";
+const CONTAINER_SUITES = [
+  "packages/server/test/main/isolation.engine.test.ts",
+  "packages/server/test/dialects/openai/environments.engine.test.ts",
+  "packages/server/test/dialects/shared/checkpoints.engine.test.ts",
+  "packages/server/test/domain/tools.engine.test.ts",
+  "packages/server/test/seed/seed-e2e.external.test.ts",
+  "packages/server/test/sdk/python.external.test.ts",
+];
 export default defineConfig({
   resolve: {
     alias: {
@@ -55,6 +63,19 @@ export default defineConfig({
           pool: "forks",
           // Builds every package first (tests run packages/server/dist/cli.js and the testkit's built MCP server).
           globalSetup: ["./scripts/build-before-tests.ts"],
+        },
+      },
+      {
+        // The suites that exercise the agent, again with every session in a container (--sandbox-backend
+        // container; the support code reads TEST_SANDBOX_BACKEND): what they assert holds on both backends, or is
+        // asserted for each.
+        extends: true,
+        test: {
+          name: "container",
+          include: CONTAINER_SUITES,
+          pool: "forks",
+          env: { TEST_SANDBOX_BACKEND: "container" },
+          globalSetup: ["./scripts/build-before-tests.ts", "./scripts/container-suites.ts"],
         },
       },
       {

@@ -72,7 +72,15 @@ export async function removeSandboxes(dir: string): Promise<void> {
   const backend = await ContainerBackend.open({ rootDir: join(dir, "backend") });
   try {
     for (const r of await backend.list()) {
-      if (r.id !== null) await (await backend.adopt(r.id))?.destroy();
+      try {
+        if (r.id !== null) await (await backend.adopt(r.id))?.destroy();
+      } catch {
+        // Not adoptable (the directory it bind-mounts is gone with its data directory): removed by hand.
+        execFileSync("podman", ["rm", "-f", "-t", "0", r.containerName], { stdio: "ignore" });
+        if (r.disk.kind === "loop" && mountsUnder(r.disk.mountPath).length > 0) {
+          execFileSync("umount", [r.disk.mountPath]);
+        }
+      }
     }
   } finally {
     await backend.close({ stop: true });

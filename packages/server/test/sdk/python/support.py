@@ -21,6 +21,8 @@ if not BASE_URL:
     raise RuntimeError("AGENT_API_BASE_URL is not set: run this suite through packages/server/test/sdk/python.external.test.ts")
 API_URL = f"{BASE_URL}/v1"
 MODEL = "mock-model"
+# The server runs every session in a container (the `container` project of vitest.config.ts).
+ON_CONTAINER_BACKEND = os.environ.get("TEST_SANDBOX_BACKEND") == "container"
 NONE_ENV: Any = {"type": "none"}
 TURN_END = ("agent.session.turn.completed", "agent.session.turn.failed", "agent.session.turn.cancelled")
 SETTLED = ("agent.session.idle", "agent.session.failed")

@@ -12,7 +12,7 @@ from typing import Any
 import openai
 import pytest
 
-from support import MODEL, StrictOpenAI, settled, shell, wait_for
+from support import MODEL, ON_CONTAINER_BACKEND, StrictOpenAI, settled, shell, wait_for
 
 
 def b64(text: str) -> str:
@@ -51,12 +51,23 @@ def test_session_environment_files_setup_and_variables(client: StrictOpenAI) -> 
 
 
 def test_refused_environments(client: StrictOpenAI) -> None:
-    with pytest.raises(openai.UnprocessableEntityError) as restricted:
+    restricted_env: Any = {"type": "openai_hosted", "network": {"access": "restricted", "allowed_domains": ["x.org"]}}
+    if ON_CONTAINER_BACKEND:
+        # An egress proxy enforces the allowlist there.
+        s = client.beta.agents.sessions.create(agent={"model": MODEL}, environment=restricted_env)
+        shown: Any = s.environment
+        assert shown.type == "openai_hosted"
+        assert shown.network.access == "restricted" and shown.network.allowed_domains == ["x.org"]
+        client.beta.agents.sessions.delete(s.id)
+    else:
+        with pytest.raises(openai.UnprocessableEntityError) as restricted:
+            client.beta.agents.sessions.create(agent={"model": MODEL}, environment=restricted_env)
+        assert restricted.value.code == "unsupported_network_policy"
+    with pytest.raises(openai.UnprocessableEntityError) as system:
         client.beta.agents.sessions.create(
-            agent={"model": MODEL},
-            environment={"type": "openai_hosted", "network": {"access": "restricted", "allowed_domains": ["x.org"]}},
+            agent={"model": MODEL}, environment={"type": "openai_hosted", "packages": {"system": ["jq"]}}
         )
-    assert restricted.value.code == "unsupported_network_policy"
+    assert system.value.code == "unsupported_system_packages"
     with pytest.raises(openai.NotFoundError) as file_id:
         client.beta.agents.sessions.create(
             agent={"model": MODEL},

@@ -71,11 +71,11 @@ def test_bad_request(client: StrictOpenAI, idle_session: Any) -> None:
     )
     expect_error(openai.BadRequestError, 400, lambda: a.list(limit=0))
     expect_error(openai.BadRequestError, 400, lambda: a.sessions.list(order="sideways"))  # type: ignore[arg-type]
-    # An environment this server cannot provide (a domain-restricted network).
+    # An environment this server cannot provide (system packages: it has no installer for them).
     expect_error(
         openai.UnprocessableEntityError, 422,
         lambda: a.sessions.create(
-            environment={"type": "openai_hosted", "network": {"access": "restricted", "allowed_domains": ["x.org"]}},
+            environment={"type": "openai_hosted", "packages": {"system": ["jq"]}},
             agent={"model": MODEL},
             input="hi",
         ),
