@@ -196,6 +196,7 @@ describe("container sandbox", () => {
     await s.handToAgent(["other.txt"]); // a stopped container is started for it
     expect(s.status()).toBe("running");
     await expect(s.handToAgent(["../escape"])).rejects.toThrow(/workspace-relative/);
+    await s.destroy();
   });
 
   it("stop keeps the files and the connection; its next message starts the container again", async () => {
