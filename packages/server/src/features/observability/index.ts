@@ -33,7 +33,15 @@ export class Observability {
       activeTurns: () => core.runner.activeCount(),
       subscribers: () => core.hub.subscriberCount(),
       engines: () => core.engines.stats(),
+      sandboxes: () => {
+        if (!core.sandboxes) return null;
+        const st = core.sandboxes.stats();
+        const memoryBytes = st.sandboxes.reduce((sum, x) => sum + (x.memoryCurrentBytes ?? 0), 0);
+        const { warm, creating, inUse, stopped } = st;
+        return { warm, creating, inUse, stopped, memoryBytes, limits: core.sandboxes.limitsFor() };
+      },
     });
+    core.sandboxes?.onLimitHit((limit) => this.metrics.sandboxLimitHit(limit));
     let config = null;
     try {
       config = tracingConfig(env);

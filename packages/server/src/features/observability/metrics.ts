@@ -11,11 +11,25 @@ import type { TurnDialect } from "./origins.js";
 
 export const METRIC_PREFIX = "codex_agent_api_";
 
+/** The container backend's sandboxes as the gauges show them (no session ids: metrics are not per tenant). */
+export interface SandboxGauges {
+  warm: number;
+  creating: number;
+  inUse: number;
+  stopped: number;
+  /** Memory in use by the running containers, together. */
+  memoryBytes: number;
+  /** What a session of the default size gets. */
+  limits: { cpus: number; memoryBytes: number; pids: number; diskBytes: number };
+}
+
 /** What the gauges read when scraped. */
 export interface MetricSources {
   activeTurns(): number;
   subscribers(): number;
   engines(): EngineStats[];
+  /** Null: the local backend (no sandboxes of this service's own). */
+  sandboxes(): SandboxGauges | null;
 }
 
 /** Turn durations: from a trivial turn (~0.1 s) to an hour-long goal. */
@@ -46,6 +60,7 @@ export class Metrics {
   private readonly eventsAppended: Counter<"type">;
   private readonly httpRequests: Counter<"dialect" | "method" | "route" | "status">;
   private readonly httpDuration: Histogram<"method" | "route">;
+  private readonly sandboxLimitHits: Counter<"limit">;
   /** The last goal status this process wrote, per session. */
   private readonly goals = new Map<string, GoalStatus>();
 
@@ -151,6 +166,48 @@ export class Metrics {
         for (const e of sources.engines()) this.set({ engine: String(e.index) }, e.busy);
       },
     });
+    this.sandboxLimitHits = new Counter({
+      name: name("sandbox_limit_hits_total"),
+      help: "Sandbox limits commands ran into: memory (a process OOM-killed) or pids (a fork refused)",
+      labelNames: ["limit"],
+      registers,
+    });
+    new Gauge({
+      name: name("sandboxes"),
+      help: "Sandboxes (container backend) by state: warm (pooled), creating, in_use (running), stopped",
+      labelNames: ["state"],
+      registers,
+      collect() {
+        this.reset();
+        const s = sources.sandboxes();
+        if (!s) return;
+        const states = { warm: s.warm, creating: s.creating, in_use: s.inUse, stopped: s.stopped };
+        for (const [state, n] of Object.entries(states)) this.set({ state }, n);
+      },
+    });
+    new Gauge({
+      name: name("sandbox_memory_bytes"),
+      help: "Memory in use by the sandboxes' running containers (warm ones included), together (their cgroups)",
+      registers,
+      collect() {
+        this.reset();
+        const s = sources.sandboxes();
+        if (s) this.set(s.memoryBytes);
+      },
+    });
+    new Gauge({
+      name: name("sandbox_default_limit"),
+      help: "What a sandbox of the default size gets: cpus, memory_bytes, pids, disk_bytes",
+      labelNames: ["resource"],
+      registers,
+      collect() {
+        this.reset();
+        const l = sources.sandboxes()?.limits;
+        if (!l) return;
+        const limits = { cpus: l.cpus, memory_bytes: l.memoryBytes, pids: l.pids, disk_bytes: l.diskBytes };
+        for (const [resource, v] of Object.entries(limits)) this.set({ resource }, v);
+      },
+    });
     new Gauge({
       name: name("engine_resident_memory_bytes"),
       help: "Resident memory (RSS) of each running engine process",
@@ -166,6 +223,11 @@ export class Metrics {
         }
       },
     });
+  }
+
+  /** A sandbox's command ran into a limit (platform/sandbox/sandboxes.ts `onLimitHit`). */
+  sandboxLimitHit(limit: "memory" | "pids"): void {
+    this.sandboxLimitHits.inc({ limit });
   }
 
   /** Every stored event of this process, in order; `dialect` is the dialect of the turn's request, if any. */

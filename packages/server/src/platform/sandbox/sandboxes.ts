@@ -102,10 +102,16 @@ export interface SandboxRequest {
 
 const CA_DIR = "egress-ca";
 
+/** A limit a sandbox's commands ran into: memory (an OOM kill) or processes (a refused fork). */
+export type SandboxLimitHit = "memory" | "pids";
+
 export class Sandboxes {
   private readonly endpoints = new Map<string, EgressEndpoint>();
   /** Network changes per sandbox, one after the other (a turn's lease and an environment's setup may overlap). */
   private readonly networkChanges = new Map<string, Promise<void>>();
+  /** Sandboxes whose limit events are counted (each once), and who is told of them. */
+  private readonly watched = new WeakSet<Sandbox>();
+  private readonly limitListeners = new Set<(limit: SandboxLimitHit) => void>();
   private closed = false;
 
   private constructor(
@@ -281,7 +287,27 @@ export class Sandboxes {
     }
   }
 
+  /** Calls `fn` for each process the kernel killed for memory and each fork refused at the pids limit. */
+  onLimitHit(fn: (limit: SandboxLimitHit) => void): void {
+    this.limitListeners.add(fn);
+  }
+
+  private watch(sandbox: Sandbox): void {
+    if (this.watched.has(sandbox)) return;
+    this.watched.add(sandbox);
+    const tell = (limit: SandboxLimitHit, times: number) => {
+      for (let i = 0; i < times; i++) for (const fn of this.limitListeners) fn(limit);
+    };
+    let pidsHits = 0;
+    sandbox.on("oom", ({ count }) => tell("memory", count));
+    sandbox.on("pids-exhausted", ({ hits }) => {
+      tell("pids", Math.max(0, hits - pidsHits));
+      pidsHits = hits;
+    });
+  }
+
   private view(sandbox: Sandbox): SessionSandbox {
+    this.watch(sandbox);
     return {
       id: sandbox.id,
       hostPath: sandbox.workspace.hostPath,

@@ -134,6 +134,22 @@ describe("sessions on the container backend", () => {
     );
     expect(output).toMatch(/rc=137/);
     expect(output).toContain("made-here");
+    // /metrics counts the kill (the cgroup is read each second) and shows the limit it ran into.
+    const metric = async (line: RegExp) => line.exec(await (await f.request("GET", "/metrics")).text())?.[1];
+    await waitFor(
+      async () =>
+        Number(await metric(/^codex_agent_api_sandbox_limit_hits_total\{limit="memory"\} (\S+)$/m)) >= 1,
+      10_000,
+      "the OOM kill in /metrics",
+    );
+    const memoryLimit = await metric(
+      /^codex_agent_api_sandbox_default_limit\{resource="memory_bytes"\} (\S+)$/m,
+    );
+    expect(Number(memoryLimit)).toBe(256 * 1024 * 1024);
+    expect(
+      Number(await metric(/^codex_agent_api_sandboxes\{state="in_use"\} (\S+)$/m)),
+    ).toBeGreaterThanOrEqual(1);
+    expect(Number(await metric(/^codex_agent_api_sandbox_memory_bytes (\S+)$/m))).toBeGreaterThan(0);
   });
 
   it("another session sees neither the first one's files nor any network", async () => {
