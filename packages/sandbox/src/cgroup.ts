@@ -1,5 +1,6 @@
 // Counters of a container's cgroup (v1 per-controller hierarchies, or the v2 unified one): memory use and limit, OOM
 // kills of any process in it, pids and refused forks. Read from the files, no podman call.
+import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import type { CgroupVersion } from "./host.js";
 
@@ -54,6 +55,19 @@ export class CgroupReader {
     return this.version === "v2"
       ? `${this.root}${this.path}/${name}`
       : `${this.root}/${controller}${this.path}/${name}`;
+  }
+
+  /**
+   * The processes OOM-killed in this cgroup so far, read now and synchronously (a command's end is explained as it
+   * is recorded, before the next poll); null when the cgroup is gone.
+   */
+  oomKillsNow(): number | null {
+    const f = this.version === "v2" ? this.file("", "memory.events") : this.file("memory", "memory.oom_control");
+    try {
+      return keyed(readFileSync(f, "utf8"), "oom_kill");
+    } catch {
+      return null;
+    }
   }
 
   /** The counters, or null when the cgroup is gone (the container is not running). */

@@ -351,6 +351,10 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
   }
 
   // --- lifecycle ------------------------------------------------------------------------------------------------
+  oomKillsNow(): number | null {
+    return this.state === "running" ? (this.cgroup?.oomKillsNow() ?? null) : null;
+  }
+
   async handToAgent(paths: string[] = ["."]): Promise<void> {
     for (const p of paths) {
       if (isAbsolute(p) || p.split("/").includes("..")) {

@@ -131,6 +131,8 @@ export interface Sandbox extends EventEmitter<SandboxEvents> {
    * workspace); missing ones are skipped. A stopped container is started first.
    */
   handToAgent(paths?: string[]): Promise<void>;
+  /** Processes OOM-killed in the running container so far (its cgroup, read now); null when it is not running. */
+  oomKillsNow(): number | null;
   /** Stops the container (files kept). Open executor connections stay; their next message resumes it. */
   stop(): Promise<void>;
   /** Starts a stopped or exited container again. */

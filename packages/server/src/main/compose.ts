@@ -139,7 +139,10 @@ export function createCore(config: Config, infra: Infrastructure): Core {
     workspaces,
     sandboxes,
   });
-  const runner = new TurnRunner({ store, hub, engines, config, clock, logger, cluster, rollouts });
+  const runner = new TurnRunner({
+    ...{ store, hub, engines, config, clock, logger, cluster, rollouts },
+    memoryKills: sandboxes ? (id) => sandboxes.memoryKills(id) : null,
+  });
   engines.stopWaitsOn(runner);
   const control = new TurnControl({ runner, cluster, store, logger });
   const agents = new AgentService(store, clock, config.model);

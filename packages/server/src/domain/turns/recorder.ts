@@ -28,6 +28,12 @@ const KEPT_OUTPUT = 64 * 1024;
 /** How long a request about an item waits for the item's start to be logged. */
 const ITEM_WAIT_MS = 1000;
 
+/** The OOM kills in a container so far, and its memory limit. */
+export interface MemoryKills {
+  kills: number;
+  limitBytes: number;
+}
+
 export class TurnRecorder {
   /** Position of each engine item in the turn, in start order (the official `output_index`). */
   private readonly indexes = new Map<string, number>();
@@ -37,7 +43,10 @@ export class TurnRecorder {
   private thread: Thread | null = null;
   private readonly subagents: SubagentRecorder;
   /** Commands started and not finished, with the tail of the output they streamed (see `openCommands`). */
-  private readonly running = new Map<string, { item: StoredItem; output: string; cut: boolean }>();
+  private readonly running = new Map<
+    string,
+    { item: StoredItem; output: string; cut: boolean; oomKills: number | null }
+  >();
   /** Items whose start has been handed to the log, and who waits for one. */
   private readonly started = new Set<string>();
   private readonly startWaiters = new Map<string, Array<() => void>>();
@@ -51,6 +60,8 @@ export class TurnRecorder {
     private readonly goal: GoalRun | null,
     /** Where the session's workspace is as its clients see it: the paths in items are stored that way. */
     private readonly paths: HostPaths,
+    /** The OOM kills in the session's container so far and its memory limit (the container backend), or null. */
+    private readonly memoryKills: (() => MemoryKills | null) | null = null,
   ) {
     this.subagents = new SubagentRecorder(
       {
@@ -158,13 +169,16 @@ export class TurnRecorder {
           { item: { kind: "start", turn_id: this.turnId, item, created_at: this.now() } },
         );
         this.started.add(item.id);
-        if (item.type === "commandExecution") this.running.set(item.id, { item, output: "", cut: false });
+        if (item.type === "commandExecution") {
+          const oomKills = this.memoryKills?.()?.kills ?? null;
+          this.running.set(item.id, { item, output: "", cut: false, oomKills });
+        }
         for (const w of this.startWaiters.get(item.id) ?? []) w();
         this.startWaiters.delete(item.id);
         return;
       }
       case "item/completed": {
-        const item = mapItemPaths(event.params.item as ThreadItem, this.paths) as ThreadItem;
+        const item = this.explained(mapItemPaths(event.params.item as ThreadItem, this.paths) as ThreadItem);
         this.finishItem(item);
         if (item.type === "collabAgentToolCall") this.subagents.onToolCall(item);
         // A client's answer to a function call: its own item in the history, after the call.
@@ -246,6 +260,24 @@ export class TurnRecorder {
       c.output = c.output.slice(-KEPT_OUTPUT);
       c.cut = true;
     }
+  }
+
+  /**
+   * A command during which its container's OOM kills went up had a process killed for memory (itself, when it
+   * ended by SIGKILL: exit 137): its item's output says so, with the limit it ran into.
+   */
+  private explained(item: ThreadItem): ThreadItem {
+    if (item.type !== "commandExecution") return item;
+    const before = this.running.get(item.id)?.oomKills;
+    const now = before === null || before === undefined ? null : this.memoryKills?.();
+    if (before === null || before === undefined || !now || now.kills <= before) return item;
+    const output = item.aggregatedOutput ?? "";
+    const limit = `its container's limit is ${Math.round(now.limitBytes / 2 ** 20)} MiB`;
+    const why =
+      item.exitCode === 137
+        ? `[command killed: out of memory (${limit}), exit code 137]`
+        : `[a process of this command was killed: out of memory (${limit})]`;
+    return { ...item, aggregatedOutput: `${output}${output && !output.endsWith("\n") ? "\n" : ""}${why}` };
   }
 
   private finishItem(item: StoredItem): void {

@@ -45,10 +45,11 @@ import {
 import type { GoalRun } from "../goals/run.js";
 import { newId } from "../ids.js";
 import type { TurnInput } from "../input.js";
+import { sandboxIdOf } from "../sessions/workspace.js";
 import { engineEffort, settingsOf } from "../settings.js";
 import { addUsage, toUsage } from "../usage.js";
 import { type ActionAnswer, TurnActions, unknownPendingCall } from "./actions.js";
-import { TurnRecorder } from "./recorder.js";
+import { type MemoryKills, TurnRecorder } from "./recorder.js";
 import { executionEnvironmentsOf, threadOptionsFor } from "./thread-options.js";
 
 export interface RunnerDeps {
@@ -62,6 +63,8 @@ export interface RunnerDeps {
   cluster: Pick<Cluster, "instanceId" | "healthy">;
   /** Where engine threads' rollouts are kept for other instances. */
   rollouts: Rollouts;
+  /** The container backend's memory kills per sandbox (a command killed for memory is said to be). */
+  memoryKills?: ((sandboxId: string) => MemoryKills | null) | null;
 }
 
 interface Stop {
@@ -465,7 +468,18 @@ export class TurnRunner {
       setEngineTurn = r;
     });
     const paths = hostPathsOf(session);
-    const recorder = new TurnRecorder(hub, logger, () => clock.now(), session.id, turn.id, goal, paths);
+    const sandboxId = sandboxIdOf(session);
+    const kills = this.deps.memoryKills;
+    const recorder = new TurnRecorder(
+      hub,
+      logger,
+      () => clock.now(),
+      session.id,
+      turn.id,
+      goal,
+      paths,
+      sandboxId && kills ? () => kills(sandboxId) : null,
+    );
     const actions = new TurnActions(
       {
         hub,
