@@ -62,7 +62,8 @@ export class CgroupReader {
    * is recorded, before the next poll); null when the cgroup is gone.
    */
   oomKillsNow(): number | null {
-    const f = this.version === "v2" ? this.file("", "memory.events") : this.file("memory", "memory.oom_control");
+    const f =
+      this.version === "v2" ? this.file("", "memory.events") : this.file("memory", "memory.oom_control");
     try {
       return keyed(readFileSync(f, "utf8"), "oom_kill");
     } catch {
