@@ -3,12 +3,13 @@
  * (the engine's sandbox on this host), the container backend with no warm pool (each session's container made on
  * demand) and with a warm pool of 2. Rows: session create → its first command's turn completed (the container made
  * or claimed, the executor added to the engine, one `echo`), and a trivial turn in an existing session; interleaved
- * per round. Skipped (reported so) when the machine has no Podman or sandbox image.
+ * per round; then the memory each idle container holds. Skipped (reported so) when the machine has no Podman or
+ * sandbox image.
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { createTemplateSession, type Scenario, TRIVIAL_PROMPT, templateTurn } from "../context.js";
+import { type Scenario, TRIVIAL_PROMPT, templateTurn } from "../context.js";
 import { now } from "../proc.js";
 import { type ServerProcess, startServer } from "../server.js";
 import { type Row, sampleRow } from "../stats.js";
@@ -22,6 +23,30 @@ const LABEL: Record<Kind, string> = {
   cold: "container, made on demand",
   warm: "container, from a warm pool of 2",
 };
+
+/**
+ * A template session with a workspace of its own (the official dialect's default): the template dialect's shared
+ * root would be bind-mounted into a container made for it, which no warm container (its own volume) can be.
+ */
+async function createOwnSession(server: ServerProcess): Promise<string> {
+  const s = await server.client.expect<{ id: string }>(200, "POST", "/v1/agents/sessions", {
+    agent: { model: "mock-model" },
+    workspace_mode: "session",
+  });
+  return s.id;
+}
+
+/** The memory of a server's running containers per container, from its /metrics (the sandboxes' cgroups). */
+async function idleMemory(server: ServerProcess, label: string): Promise<Row> {
+  const text = await (await fetch(`${server.url}/metrics`)).text();
+  const value = (re: RegExp) => Number(re.exec(text)?.[1] ?? Number.NaN);
+  const bytes = value(/^codex_agent_api_sandbox_memory_bytes (\S+)$/m);
+  const running =
+    value(/^codex_agent_api_sandboxes\{state="in_use"\} (\S+)$/m) +
+    value(/^codex_agent_api_sandboxes\{state="warm"\} (\S+)$/m);
+  const each = running > 0 ? bytes / running / 2 ** 20 : null;
+  return { metric: `memory per idle container, ${label}`, unit: "MiB", n: running, median: each };
+}
 
 function podmanReady(): string | null {
   try {
@@ -76,13 +101,14 @@ export const sandboxes: Scenario = {
     const first: Record<Kind, number[]> = { local: [], cold: [], warm: [] };
     const trivial: Record<Kind, number[]> = { local: [], cold: [], warm: [] };
     const made: Record<Kind, string[]> = { local: [], cold: [], warm: [] };
+    const idle: Row[] = [];
     try {
       // One unmeasured round: first engine start, image pages.
       for (let r = -1; r < rounds; r++) {
         for (const kind of kinds) {
           const server = servers[kind];
           const t0 = now();
-          const id = await createTemplateSession(server);
+          const id = await createOwnSession(server);
           made[kind].push(id);
           await templateTurn(server, id, COMMAND_PROMPT);
           const createToCommand = now() - t0;
@@ -92,6 +118,8 @@ export const sandboxes: Scenario = {
           trivial[kind].push(turn);
         }
       }
+      // What the idle containers (every session's, the warm pool's) hold: their cgroups' memory, per container.
+      for (const kind of ["cold", "warm"] as const) idle.push(await idleMemory(servers[kind], LABEL[kind]));
     } finally {
       for (const kind of kinds) {
         for (const id of made[kind]) {
@@ -112,10 +140,11 @@ export const sandboxes: Scenario = {
         ...kinds.map((k) =>
           row(`trivial turn, ${LABEL[k]}`, trivial[k], k === "local" ? undefined : trivial.local),
         ),
+        ...idle,
       ],
       targets: [],
       notes: [
-        "Template dialect: POST a session, then POST its first input (one `echo`), until turn.completed; then a " +
+        "Template dialect: POST a session with a workspace of its own, then POST its first input (one `echo`), until turn.completed; then a " +
           "trivial turn on the same session. Servers interleaved per round; sessions deleted at the end (their " +
           "containers with them). Warm: the pool refills in the background while the other two servers run their " +
           "round.",
