@@ -12,6 +12,7 @@ import OpenAI from "openai";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanup, type ServerFixture, startServer, waitFor } from "../../server/test/support/fixture.js";
+import { ensureSandboxImage, removeSandboxes, sandboxRoot } from "../../server/test/support/sandbox.js";
 import { WebhookReceiver } from "../../server/test/support/webhook-receiver.js";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -295,6 +296,8 @@ describe("web console", () => {
     await page.getByTestId("health-status").getByText("ok").waitFor();
     await page.getByRole("table", { name: "engines" }).getByText("running").waitFor();
     expect(Number(await page.getByTestId("active-turns").textContent())).toBe(0);
+    // This server's sessions run on the local backend (the container backend's counts: /health, /metrics).
+    expect(await page.getByTestId("sandbox-backend").textContent()).toMatch(/^Local backend/);
     await page.goBack();
     await message().waitFor();
     expect(openSessionId()).toBe(sid);
@@ -626,6 +629,38 @@ describe("web console without auth", () => {
       await open.close();
     }
   });
+
+  it("shows the container backend's sandboxes: the warm pool, those in use", async () => {
+    await ensureSandboxImage();
+    const root = sandboxRoot("console");
+    const boxed = await startServer({
+      args: [
+        "--sandbox-backend",
+        "container",
+        "--sandbox-dir",
+        root,
+        "--sandbox-warm",
+        "1",
+        "--sandbox-disk",
+        "256",
+      ],
+    });
+    const p = await browser.newPage();
+    try {
+      await p.goto(`${boxed.url}/console/`);
+      await p.getByRole("button", { name: "No auth (loopback server without keys)" }).click();
+      await p.getByRole("link", { name: "Engines" }).click();
+      const table = p.getByRole("table", { name: "sandboxes" });
+      // The pool fills in the background; the page polls /health.
+      await table.getByRole("cell", { name: "1", exact: true }).first().waitFor();
+      const cells = await table.locator("tbody td").allTextContents();
+      expect(cells).toEqual(["1", "0", "0", "0"]);
+    } finally {
+      await p.close();
+      await boxed.close();
+      await removeSandboxes(root);
+    }
+  }, 120_000);
 });
 
 function messageEvent(text: string) {

@@ -78,4 +78,8 @@ export interface Health {
   status: string;
   engines: Array<{ index: number; running: boolean; threads: number }>;
   active_turns: number;
+  /** Where the agents' commands run: the engine's sandbox on the host, or a container per session (counts). */
+  sandboxes?:
+    | { backend: "local" }
+    | { backend: "container"; warm: number; creating: number; in_use: number; stopped: number };
 }
