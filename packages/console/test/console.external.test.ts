@@ -651,10 +651,14 @@ describe("web console without auth", () => {
       await p.getByRole("button", { name: "No auth (loopback server without keys)" }).click();
       await p.getByRole("link", { name: "Engines" }).click();
       const table = p.getByRole("table", { name: "sandboxes" });
-      // The pool fills in the background; the page polls /health.
-      await table.getByRole("cell", { name: "1", exact: true }).first().waitFor();
-      const cells = await table.locator("tbody td").allTextContents();
-      expect(cells).toEqual(["1", "0", "0", "0"]);
+      // The pool fills in the background (first "being made", then warm); the page polls /health.
+      const cells = () => table.locator("tbody td").allTextContents();
+      await waitFor(
+        async () => (await cells()).join(" ") === "1 0 0 0",
+        60_000,
+        "one warm sandbox on the page",
+      );
+      expect(await cells()).toEqual(["1", "0", "0", "0"]);
     } finally {
       await p.close();
       await boxed.close();
