@@ -133,6 +133,11 @@ export interface Sandbox extends EventEmitter<SandboxEvents> {
   handToAgent(paths?: string[]): Promise<void>;
   /** Processes OOM-killed in the running container so far (its cgroup, read now); null when it is not running. */
   oomKillsNow(): number | null;
+  /**
+   * Processes started through the executor and still running (the agent's commands, stdio MCP servers): while
+   * there is one the container is not stopped for idleness.
+   */
+  runningProcesses(): number;
   /** Stops the container (files kept). Open executor connections stay; their next message resumes it. */
   stop(): Promise<void>;
   /** Starts a stopped or exited container again. */

@@ -125,12 +125,6 @@ export function checkSandboxConfig(config: Config): void {
         "a database (--database-url) cannot yet route a session's turns to it: use one instance, or the local backend",
     );
   }
-  if (config.allowMcpStdio) {
-    throw new Error(
-      "--sandbox-backend container does not yet run stdio MCP servers in sessions' containers: drop " +
-        "--allow-mcp-stdio (HTTP MCP servers work)",
-    );
-  }
 }
 
 /** How often forgotten idempotency keys are deleted. */

@@ -800,7 +800,9 @@ describe("MCP elicitations (approval_policy on-request)", () => {
   });
 });
 
-// The container backend refuses --allow-mcp-stdio at start (test/main/sandbox-config.test.ts): this is the local one's.
+// This server is this host's node running the testkit's script, which a session's container does not have: the local
+// backend's test. On the container backend a stdio server runs in the session's container
+// (test/domain/sandboxes/container-sessions.external.test.ts).
 describe.skipIf(onContainerBackend)("with stdio MCP allowed, one thread per engine", () => {
   let g: ServerFixture;
   let c: OpenAI;

@@ -1,5 +1,5 @@
 // What the container backend cannot do yet is refused before the service starts anything (never accepted and run
-// differently): instances sharing a database, stdio MCP servers.
+// differently): instances sharing a database.
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/load.js";
 import { checkSandboxConfig } from "../../src/main/service.js";
@@ -27,9 +27,9 @@ describe("the container backend's start-up checks", () => {
     ).toThrow(/--database-url/);
   });
 
-  it("refuses stdio MCP servers", () => {
-    expect(() => checkSandboxConfig(config("--sandbox-backend", "container", "--allow-mcp-stdio"))).toThrow(
-      /--allow-mcp-stdio/,
-    );
+  it("takes stdio MCP servers (they run in the sessions' containers)", () => {
+    expect(() =>
+      checkSandboxConfig(config("--sandbox-backend", "container", "--allow-mcp-stdio")),
+    ).not.toThrow();
   });
 });

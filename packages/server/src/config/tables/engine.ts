@@ -31,15 +31,16 @@ export const engine = table(null, {
     help: "read-only | workspace-write | danger-full-access (AGENT_SANDBOX, default workspace-write)",
   }),
   /**
-   * Whether clients may declare stdio MCP servers: commands the engine starts outside the agent's sandbox, with
-   * the engine's rights. Off unless the operator trusts every client with the machine.
+   * Whether clients may declare stdio MCP servers: on the local backend, commands the engine starts outside the
+   * agent's sandbox with the engine's rights (off unless the operator trusts every client with the machine); on the
+   * container backend they run in the session's container.
    */
   allowMcpStdio: toggle({
     flag: "allow-mcp-stdio",
     env: "AGENT_ALLOW_MCP_STDIO",
     help: [
-      "let clients declare stdio MCP servers: commands run outside the sandbox with the",
-      "server's rights (AGENT_ALLOW_MCP_STDIO=1; default off)",
+      "let clients declare stdio MCP servers: on the local backend, commands run outside",
+      "the sandbox with the server's rights (AGENT_ALLOW_MCP_STDIO=1; default off)",
     ],
   }),
   codexPath: value({

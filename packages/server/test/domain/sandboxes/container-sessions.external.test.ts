@@ -35,6 +35,7 @@ const args = [
   "--egress-host",
   "other.test=127.0.0.6",
   "--allow-env-credentials",
+  "--allow-mcp-stdio",
 ];
 let f: ServerFixture;
 let client: OpenAI;
@@ -101,6 +102,32 @@ async function send(id: string, cmd: string): Promise<string> {
   );
   return (outputs ?? []).slice(before).join("\n");
 }
+
+/**
+ * A stdio MCP server with one tool, `whoami`: where it runs (host name, uid, cwd), its `$MCP_SECRET` and whether it
+ * sees this service's data directory. Python without packages: the image has it, nothing needs installing.
+ */
+const whereServer = (dataDir: string) => `
+import json, os, socket, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m: continue
+    method = m.get("method")
+    if method == "initialize":
+        r = {"protocolVersion": m["params"].get("protocolVersion", "2025-06-18"), "capabilities": {"tools": {}},
+             "serverInfo": {"name": "where", "version": "1"}}
+    elif method == "tools/list":
+        r = {"tools": [{"name": "whoami", "description": "Where this server runs.",
+                        "inputSchema": {"type": "object", "properties": {}}}]}
+    elif method == "tools/call":
+        seen = "SEES-HOST" if os.path.exists(${JSON.stringify(dataDir)}) else "NO-HOST"
+        r = {"content": [{"type": "text", "text": "%s uid=%d cwd=%s secret=%s %s" % (socket.gethostname(),
+             os.getuid(), os.getcwd(), os.environ.get("MCP_SECRET", "(none)"), seen)}]}
+    else:
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": method}}), flush=True)
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+`;
 
 const workspaceOf = async (id: string) => (await f.service.core.store.getSession(id))!.workspace;
 const curl = (url: string) => `curl -s -m 10 -w ' [%{http_code}]' ${url}; echo " rc=$?"`;
@@ -268,6 +295,43 @@ describe("sessions on the container backend", () => {
     sessions.splice(sessions.indexOf(id), 1);
     expect(existsSync(workspace)).toBe(false);
     expect(f.service.core.sandboxes?.backend.get(env.id)).toBeFalsy();
+  });
+
+  it("a stdio MCP server runs in the session's container, with its environment, never on this host", async () => {
+    const secret = `mcp-${randomBytes(8).toString("hex")}`;
+    const s = (await client.beta.agents.sessions.create({
+      environment: { type: "self_hosted" },
+      agent: {
+        model: "mock-model",
+        tools: [
+          {
+            type: "mcp",
+            server_label: "local",
+            transport: {
+              type: "stdio",
+              command: "python3",
+              args: ["-c", whereServer(f.dataDir)],
+              env: { MCP_SECRET: secret },
+            },
+          },
+        ],
+      },
+    } as never)) as unknown as { id: string };
+    sessions.push(s.id);
+    expect(JSON.stringify(s)).not.toContain(secret);
+    const r = await client.beta.agents.sessions
+      .stream(s.id, {
+        input: "Call the MCP tool whoami on server local with arguments {}. Then reply with its output",
+      })
+      .finalResult();
+    const sandbox = f.service.core.sandboxes?.backend.get(s.id);
+    expect(sandbox).toBeTruthy();
+    expect(r.output_text).toBe(`${sandbox!.hostname} uid=1000 cwd=/workspace secret=${secret} NO-HOST`);
+    // The server is a running process of the container (it is not stopped for idleness under the engine's thread).
+    expect(sandbox!.runningProcesses()).toBeGreaterThanOrEqual(1);
+    // The agent's own command sees the server as one of its container's processes.
+    const ps = await send(s.id, "ps -eo args | grep -c '[p]ython3 -c'");
+    expect(ps.trim()).toBe("1");
   });
 
   it("a restart adopts the containers: the session goes on in the same workspace", async () => {
