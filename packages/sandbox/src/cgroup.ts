@@ -49,9 +49,13 @@ export class CgroupReader {
     /** The container's cgroup path, as podman reports it (`/libpod_parent/libpod-<id>`). */
     private readonly path: string,
     private readonly root = "/sys/fs/cgroup",
+    /** A group's directory per controller (`memory` → its absolute path), instead of `root` + `path`. */
+    private readonly dirs: Readonly<Record<string, string>> | null = null,
   ) {}
 
   private file(controller: string, name: string): string {
+    const dir = this.dirs?.[controller === "" ? "memory" : controller];
+    if (dir) return `${dir}/${name}`;
     return this.version === "v2"
       ? `${this.root}${this.path}/${name}`
       : `${this.root}/${controller}${this.path}/${name}`;

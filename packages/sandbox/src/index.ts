@@ -1,5 +1,6 @@
 export { ContainerBackend, type ContainerBackendOptions } from "./backend.js";
 export { type CommandResult, ExecutorClient, type ExecutorMessage, type RunOptions } from "./client.js";
+export { type ConfinementReport, TreeConfinement, type TreeLimits } from "./confine.js";
 export { hostnameFor } from "./container.js";
 export { SandboxError, type SandboxErrorCode } from "./errors.js";
 export {

@@ -40,6 +40,7 @@ import { LazySecretKeyring, loadSecretKeyring } from "../kernel/secrets.js";
 import { LocalCluster, localRollouts } from "../platform/cluster/local.js";
 import type { Cluster, Rollouts } from "../platform/cluster/types.js";
 import { engineSearchPath } from "../platform/engine/codex-home.js";
+import type { LocalLimits } from "../platform/engine/local-limits.js";
 import type { Engines } from "../platform/engine/types.js";
 import { OutboundGuard } from "../platform/net/outbound-guard.js";
 import type { Sandboxes } from "../platform/sandbox/sandboxes.js";
@@ -59,6 +60,8 @@ export interface Infrastructure {
   secrets?: Sealer;
   /** The container backend's sandboxes (default: none, the local backend: the engine's sandbox on this host). */
   sandboxes?: Sandboxes;
+  /** The local backend's limits on the engines' process groups (default: none applied). */
+  localLimits?: LocalLimits;
 }
 
 export interface Core {
@@ -101,6 +104,8 @@ export interface Core {
   files: FileService;
   /** The sessions' containers (the container backend), or null (the local backend). */
   sandboxes: Sandboxes | null;
+  /** The local backend's limits per engine process group, or null (the container backend, or none applied). */
+  localLimits: LocalLimits | null;
 }
 
 export function createCore(config: Config, infra: Infrastructure): Core {
@@ -141,7 +146,12 @@ export function createCore(config: Config, infra: Infrastructure): Core {
   });
   const runner = new TurnRunner({
     ...{ store, hub, engines, config, clock, logger, cluster, rollouts },
-    memoryKills: sandboxes ? (id) => sandboxes.memoryKills(id) : null,
+    memoryKills: ({ sandboxId, engine }) =>
+      sandboxId
+        ? (sandboxes?.memoryKills(sandboxId) ?? null)
+        : engine !== null
+          ? (infra.localLimits?.memoryKills(engine) ?? null)
+          : null,
   });
   engines.stopWaitsOn(runner);
   const control = new TurnControl({ runner, cluster, store, logger });
@@ -225,6 +235,7 @@ export function createCore(config: Config, infra: Infrastructure): Core {
     outbound,
     files,
     sandboxes,
+    localLimits: infra.localLimits ?? null,
   };
 }
 

@@ -3,7 +3,8 @@
  * with what to do), and what each sandbox backend guarantees here. It takes the options `serve` takes, so it checks
  * the configuration the operator is about to start, and it changes nothing: the data directory's lock is only
  * tried, a secret key is read but never generated, the database is opened read-only (SQLite) or connected to
- * (PostgreSQL), the model is probed with a TCP connect.
+ * (PostgreSQL), the model is probed with a TCP connect, and a cgroup is made and removed at once (whether the local
+ * backend's engine groups can be).
  */
 import { execFile } from "node:child_process";
 import {
@@ -75,9 +76,19 @@ interface SandboxHost {
   warnings: string[];
 }
 
+/** What the local backend's limits can use here (the sandbox package's `TreeConfinement` report). */
+interface LocalConfinement {
+  cgroup: string | null;
+  controllers: string[];
+  rlimits: boolean;
+  problems: string[];
+}
+
 export interface DoctorDeps {
   /** The container backend's host facts (default: `@codex-agent-api/sandbox`'s `doctor()`). */
   sandboxHost?: () => Promise<SandboxHost>;
+  /** What the local backend's engine groups can use (default: a group made and removed at once). */
+  localConfinement?: () => Promise<LocalConfinement>;
 }
 
 export async function doctor(config: Config, deps: DoctorDeps = {}): Promise<DoctorReport> {
@@ -95,12 +106,37 @@ export async function doctor(config: Config, deps: DoctorDeps = {}): Promise<Doc
   checks.push(await databaseCheck(config));
   checks.push(await modelCheck(config));
   checks.push(secretKeyCheck(config));
-  return { status: worst(checks), checks, backends: guarantees(host) };
+  const local = await (deps.localConfinement ?? defaultLocalConfinement)().catch(
+    (err: unknown): LocalConfinement => ({
+      cgroup: null,
+      controllers: [],
+      rlimits: false,
+      problems: [String(err)],
+    }),
+  );
+  return { status: worst(checks), checks, backends: guarantees(host, local) };
 }
 
 async function defaultSandboxHost(): Promise<SandboxHost> {
   const { doctor: sandboxDoctor } = await import("@codex-agent-api/sandbox");
   return sandboxDoctor();
+}
+
+/** Whether a group can be made here: one is made beside where the service's would be, and removed. */
+async function defaultLocalConfinement(): Promise<LocalConfinement> {
+  const { TreeConfinement } = await import("@codex-agent-api/sandbox");
+  const probe = await TreeConfinement.open(`codex-agent-api-doctor-${process.pid}`, {
+    memoryBytes: 1 << 30,
+    cpus: 1,
+    pids: 1024,
+    dataBytes: 1 << 30,
+    fileBytes: 1 << 30,
+  });
+  try {
+    return probe.report();
+  } finally {
+    probe.close();
+  }
 }
 
 function nodeCheck(): Check {
@@ -407,7 +443,12 @@ function secretKeyCheck(config: Config): Check {
 }
 
 /** What each backend guarantees on this host. */
-function guarantees(host: SandboxHost | Error): DoctorReport["backends"] {
+function guarantees(host: SandboxHost | Error, confinement: LocalConfinement): DoctorReport["backends"] {
+  const held = new Set(confinement.controllers);
+  const group = (ctl: string) =>
+    held.has(ctl)
+      ? `cgroup ${confinement.cgroup} ${ctl}: the default size's, shared by the sessions of one engine`
+      : (confinement.problems.find((p) => p.startsWith(`${ctl}:`)) ?? `no ${ctl} group here`);
   const local: Guarantee[] = [
     {
       what: "commands confined to their workspace",
@@ -420,12 +461,26 @@ function guarantees(host: SandboxHost | Error): DoctorReport["backends"] {
       holds: true,
       how: "the engine's process control",
     },
+    { what: "memory per engine process group", holds: held.has("memory"), how: group("memory") },
+    { what: "CPU per engine process group", holds: held.has("cpu"), how: group("cpu") },
+    { what: "pids per engine process group", holds: held.has("pids"), how: group("pids") },
+    {
+      what: "memory and file size per process",
+      holds: confinement.rlimits,
+      how: confinement.rlimits
+        ? "rlimits (data segment, file size) every command inherits"
+        : "prlimit missing",
+    },
     {
       what: "memory, CPU, pids per session",
       holds: false,
-      how: "not enforced on local: use the container backend",
+      how: "not per session on local (the sessions of one engine share its group): use the container backend",
     },
-    { what: "disk per session", holds: false, how: "not enforced on local" },
+    {
+      what: "disk per session",
+      holds: false,
+      how: "not on local (one file's size is capped, not the workspace's total)",
+    },
     { what: "domain-restricted network", holds: false, how: "needs the container backend's egress proxy" },
   ];
   if (host instanceof Error || !host.podman.present) {

@@ -16,6 +16,7 @@ import {
   PERMISSION_PROFILE,
   prepareCodexHome,
 } from "../platform/engine/codex-home.js";
+import { LocalLimits } from "../platform/engine/local-limits.js";
 import { EnginePool } from "../platform/engine/pool.js";
 import { Sandboxes } from "../platform/sandbox/sandboxes.js";
 import { SqliteStore } from "../store/sqlite/index.js";
@@ -84,6 +85,19 @@ async function sharedParts(store: Store, config: Config, codexHome: string, logg
   };
 }
 
+/** The default size, the operator's maximums and the limits no size names (both backends). */
+function sandboxSizing(config: Config) {
+  const c = config.sandboxes;
+  return {
+    size: c.defaultSize,
+    maximums: {
+      ...(c.maxCpus !== undefined ? { cpus: c.maxCpus } : {}),
+      ...(c.maxMemoryBytes !== undefined ? { memoryBytes: c.maxMemoryBytes } : {}),
+    },
+    defaults: { pids: c.pids, diskBytes: c.diskBytes },
+  };
+}
+
 /**
  * The container backend's sandboxes (null: the local backend). A sandbox is a container on this host: instances
  * sharing a database each run their own sessions' containers, and a session's turns must run where its container
@@ -92,16 +106,14 @@ async function sharedParts(store: Store, config: Config, codexHome: string, logg
 async function openSandboxes(config: Config, logger: Logger): Promise<Sandboxes | null> {
   const c = config.sandboxes;
   if (c.backend !== "container") return null;
+  const { size, maximums, defaults } = sandboxSizing(config);
   return Sandboxes.open({
     rootDir: c.dir,
     ...(c.image ? { image: c.image } : {}),
     warm: c.warm,
-    defaultSize: c.defaultSize,
-    maximums: {
-      ...(c.maxCpus !== undefined ? { cpus: c.maxCpus } : {}),
-      ...(c.maxMemoryBytes !== undefined ? { memoryBytes: c.maxMemoryBytes } : {}),
-    },
-    defaults: { pids: c.pids, diskBytes: c.diskBytes },
+    defaultSize: size,
+    maximums,
+    defaults,
     idleStopMs: c.idleStopSeconds * 1000,
     serviceAddresses: serviceAddresses(config.host),
     allowPrivate: c.egressAllowPrivate,
@@ -158,6 +170,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   }
   // Several instances may share a PostgreSQL database; the embedded one has this instance alone.
   const shared = await sharedParts(store, config, home.codexHome, logger);
+  // The local backend's limits: each engine process and its commands in a group of their own.
+  const localLimits =
+    config.sandboxes.backend === "local"
+      ? await LocalLimits.open({ ...sandboxSizing(config), logger })
+      : null;
   const engines = new EnginePool({
     size: config.enginePoolSize,
     maxThreadsPerEngine: config.maxThreadsPerEngine,
@@ -169,9 +186,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     ...(config.codexPath ? { codexPath: config.codexPath } : {}),
     // Without a key no turn reaches the model anyway (each says so): nothing to probe.
     modelUrl: missingModelReason(config) ? null : home.modelUrl,
+    ...(localLimits ? { confine: (pid: number, index: number) => localLimits.confine(pid, index) } : {}),
   });
   const sandboxes = await openSandboxes(config, logger).catch(async (err: unknown) => {
     await engines.close();
+    localLimits?.close();
     await store.close();
     await mock?.close();
     throw err;
@@ -183,6 +202,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     clock,
     ...shared,
     ...(sandboxes ? { sandboxes } : {}),
+    ...(localLimits ? { localLimits } : {}),
   });
   // Metrics and traces observe from here on (the turns failed by recovery included).
   const observability = new Observability(core, { env: opts.telemetryEnv ?? process.env, logger });
@@ -248,6 +268,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         app.server.closeAllConnections();
         await closing;
         await engines.close();
+        localLimits?.close();
         // Containers keep running (sessions' sandboxes are adopted again at the next start); the proxy stops.
         await sandboxes?.close();
         await core.cluster.stop();

@@ -59,6 +59,10 @@ describe("codex-agent-api doctor", () => {
     expect(check(report, "model")).toMatchObject({ status: "ok" });
     const local = Object.fromEntries(report.backends.local.map((g) => [g.what, g.holds]));
     expect(local["memory, CPU, pids per session"]).toBe(false);
+    // (this kind of machine has the cgroup v1 memory, cpu and pids controllers and prlimit)
+    expect(local["memory per engine process group"]).toBe(true);
+    expect(local["pids per engine process group"]).toBe(true);
+    expect(local["memory and file size per process"]).toBe(true);
     const container = Object.fromEntries(report.backends.container.map((g) => [g.what, g.holds]));
     expect(container["memory per session"]).toBe(true);
     expect(container["a kernel of its own"]).toBe(false);

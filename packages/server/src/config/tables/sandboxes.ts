@@ -73,7 +73,7 @@ export const sandboxes = table("sandboxes", {
     env: "AGENT_SANDBOX_MAX_CPUS",
     schema: int({ min: 1, max: 256 }),
     default: undefined,
-    help: "the most CPUs a session's container gets, whatever its size (AGENT_SANDBOX_MAX_CPUS)",
+    help: "the most CPUs a session's container (local: an engine's group) gets (AGENT_SANDBOX_MAX_CPUS)",
   }),
   maxMemoryBytes: value({
     flag: "sandbox-max-memory",
@@ -81,7 +81,7 @@ export const sandboxes = table("sandboxes", {
     env: "AGENT_SANDBOX_MAX_MEMORY",
     schema: int({ min: 64, times: MiB }),
     default: undefined,
-    help: "the most memory a session's container gets, in MiB (AGENT_SANDBOX_MAX_MEMORY)",
+    help: "the most memory a container (local: an engine's group) gets, MiB (AGENT_SANDBOX_MAX_MEMORY)",
   }),
   pids: value({
     flag: "sandbox-pids",
@@ -89,7 +89,7 @@ export const sandboxes = table("sandboxes", {
     env: "AGENT_SANDBOX_PIDS",
     schema: int({ min: 16 }),
     default: 1024,
-    help: "processes per session's container (AGENT_SANDBOX_PIDS, default 1024)",
+    help: "processes per container (local: per engine's group) (AGENT_SANDBOX_PIDS, default 1024)",
   }),
   diskBytes: value({
     flag: "sandbox-disk",
@@ -97,7 +97,7 @@ export const sandboxes = table("sandboxes", {
     env: "AGENT_SANDBOX_DISK",
     schema: int({ min: 16, times: MiB }),
     default: 10 * 1024 * MiB,
-    help: "workspace size per session's container, in MiB (AGENT_SANDBOX_DISK, default 10240)",
+    help: "workspace per container (local: largest file), MiB (AGENT_SANDBOX_DISK, default 10240)",
   }),
   egressAllowPrivate: list({
     flag: "egress-allow-private",

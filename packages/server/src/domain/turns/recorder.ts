@@ -28,10 +28,12 @@ const KEPT_OUTPUT = 64 * 1024;
 /** How long a request about an item waits for the item's start to be logged. */
 const ITEM_WAIT_MS = 1000;
 
-/** The OOM kills in a container so far, and its memory limit. */
+/** The OOM kills where a session's commands run so far, and its memory limit. */
 export interface MemoryKills {
   kills: number;
   limitBytes: number;
+  /** What has the limit: a sandbox's container, or (local backend) the process group of the session's engine. */
+  holder: "container" | "engine group";
 }
 
 export class TurnRecorder {
@@ -263,7 +265,7 @@ export class TurnRecorder {
   }
 
   /**
-   * A command during which its container's OOM kills went up had a process killed for memory (itself, when it
+   * A command during which its container's (or engine group's) OOM kills went up had a process killed for memory (itself, when it
    * ended by SIGKILL: exit 137): its item's output says so, with the limit it ran into.
    */
   private explained(item: ThreadItem): ThreadItem {
@@ -272,7 +274,7 @@ export class TurnRecorder {
     const now = before === null || before === undefined ? null : this.memoryKills?.();
     if (before === null || before === undefined || !now || now.kills <= before) return item;
     const output = item.aggregatedOutput ?? "";
-    const limit = `its container's limit is ${Math.round(now.limitBytes / 2 ** 20)} MiB`;
+    const limit = `its ${now.holder}'s limit is ${Math.round(now.limitBytes / 2 ** 20)} MiB`;
     const why =
       item.exitCode === 137
         ? `[command killed: out of memory (${limit}), exit code 137]`

@@ -63,8 +63,11 @@ export interface RunnerDeps {
   cluster: Pick<Cluster, "instanceId" | "healthy">;
   /** Where engine threads' rollouts are kept for other instances. */
   rollouts: Rollouts;
-  /** The container backend's memory kills per sandbox (a command killed for memory is said to be). */
-  memoryKills?: ((sandboxId: string) => MemoryKills | null) | null;
+  /**
+   * The memory kills where a session's commands run — its sandbox (container backend) or its engine's process group
+   * (local backend) — so that a command killed for memory is said to be.
+   */
+  memoryKills?: ((where: { sandboxId: string | null; engine: number | null }) => MemoryKills | null) | null;
 }
 
 interface Stop {
@@ -478,7 +481,8 @@ export class TurnRunner {
       turn.id,
       goal,
       paths,
-      sandboxId && kills ? () => kills(sandboxId) : null,
+      // (The engine is known once the thread is leased: before that no command has ended.)
+      kills ? () => kills({ sandboxId, engine: active.engine }) : null,
     );
     const actions = new TurnActions(
       {

@@ -32,6 +32,11 @@ export interface EnginePoolOptions {
   requiredProfile?: string;
   /** The model's base URL the engines are configured with (probed for /health); null: none to probe. */
   modelUrl?: string | null;
+  /**
+   * Called with each engine process just started (before it holds a thread or runs a command): the local backend's
+   * limits put it into its slot's group (local-limits.ts).
+   */
+  confine?: (pid: number, index: number) => Promise<void>;
 }
 
 interface Slot {
@@ -297,7 +302,14 @@ export class EnginePool implements Engines {
         }
       },
     }).then(
-      (codex) => {
+      async (codex) => {
+        if (this.opts.confine && codex.pid !== undefined) {
+          await this.opts
+            .confine(codex.pid, slot.index)
+            .catch((err: unknown) =>
+              this.opts.logger.warn({ engine: slot.index, err: String(err) }, "engine limits not applied"),
+            );
+        }
         slot.codex = codex;
         slot.starting = null;
         this.opts.logger.info({ engine: slot.index, pid: codex.pid }, "engine started");

@@ -291,10 +291,10 @@ export class Sandboxes {
    * The memory kills in a live sandbox so far and its memory limit (a command that ended by SIGKILL is explained
    * with them), or null (not live here, not running).
    */
-  memoryKills(id: string): { kills: number; limitBytes: number } | null {
+  memoryKills(id: string): { kills: number; limitBytes: number; holder: "container" } | null {
     const s = this.backend.get(id);
     const kills = s?.oomKillsNow() ?? null;
-    return s && kills !== null ? { kills, limitBytes: s.limits.memoryBytes } : null;
+    return s && kills !== null ? { kills, limitBytes: s.limits.memoryBytes, holder: "container" } : null;
   }
 
   /** Calls `fn` for each process the kernel killed for memory and each fork refused at the pids limit. */

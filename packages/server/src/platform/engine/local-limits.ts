@@ -1,0 +1,101 @@
+/**
+ * The local backend's limits: each engine process and everything its sessions run go into a group of their own on
+ * this host (`TreeConfinement`: a cgroup with the memory, CPU and pids of the default sandbox size, capped by the
+ * operator's maximums; rlimits each command inherits — its data segment at that memory plus the engine's allowance,
+ * files at the workspace disk size, no core dumps). The sessions of one engine share its group: a runaway command can starve them, never the
+ * service or the host. What the host refuses is logged once and reported; the engine runs with the rest.
+ */
+import {
+  type ConfinementReport,
+  type ContainerSize,
+  limitsForSize,
+  type SandboxLimits,
+  TreeConfinement,
+} from "@codex-agent-api/sandbox";
+import type { Logger } from "pino";
+
+/**
+ * The engine is under the data rlimit its commands inherit: its own data segment (thread stacks and heap, ~250 MiB
+ * after a few turns) must fit beside the size's memory. The group's memory limit is the one that holds the total.
+ */
+const ENGINE_DATA_ALLOWANCE = 1024 ** 3;
+
+/** The service's group under its own cgroup: `codex-agent-api-<pid>` (one per running service). */
+const GROUP_PREFIX = "codex-agent-api-";
+
+function alive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+export interface LocalLimitsOptions {
+  size: ContainerSize;
+  maximums: Partial<SandboxLimits>;
+  defaults: Partial<Pick<SandboxLimits, "pids" | "diskBytes">>;
+  logger: Logger;
+}
+
+export interface EngineLimitsView {
+  memoryBytes: number;
+  cpus: number;
+  pids: number;
+  fileBytes: number;
+}
+
+export class LocalLimits {
+  private readonly warned = new Set<string>();
+
+  private constructor(
+    private readonly confinement: TreeConfinement,
+    readonly limits: EngineLimitsView,
+    private readonly logger: Logger,
+  ) {}
+
+  static async open(opts: LocalLimitsOptions): Promise<LocalLimits> {
+    const l = limitsForSize(opts.size, { overrides: opts.defaults, maximums: opts.maximums });
+    const limits = { memoryBytes: l.memoryBytes, cpus: l.cpus, pids: l.pids, fileBytes: l.diskBytes };
+    const confinement = await TreeConfinement.open(
+      `${GROUP_PREFIX}${process.pid}`,
+      { ...limits, dataBytes: l.memoryBytes + ENGINE_DATA_ALLOWANCE },
+      { stale: (name) => name.startsWith(GROUP_PREFIX) && !alive(Number(name.slice(GROUP_PREFIX.length))) },
+    );
+    const local = new LocalLimits(confinement, limits, opts.logger);
+    const report = confinement.report();
+    if (report.problems.length > 0) {
+      opts.logger.warn(
+        { problems: report.problems },
+        "the local backend's limits do not all hold on this host (codex-agent-api doctor says which)",
+      );
+    }
+    return local;
+  }
+
+  report(): ConfinementReport {
+    return this.confinement.report();
+  }
+
+  /** Puts a just-started engine (slot `index`) into its group. */
+  async confine(pid: number, index: number): Promise<void> {
+    const failed = await this.confinement.confine(pid, `engine-${index}`);
+    const fresh = failed.filter((f) => !this.warned.has(f.split(":")[0]!));
+    for (const f of fresh) this.warned.add(f.split(":")[0]!);
+    if (fresh.length > 0)
+      this.logger.warn({ engine: index, pid, failed: fresh }, "engine limits not applied");
+  }
+
+  /** The memory kills in engine `index`'s group so far and its limit, or null (no memory group here). */
+  memoryKills(index: number): { kills: number; limitBytes: number; holder: "engine group" } | null {
+    if (!this.report().controllers.includes("memory")) return null;
+    const kills = this.confinement.reader(`engine-${index}`)?.oomKillsNow() ?? null;
+    return kills === null ? null : { kills, limitBytes: this.limits.memoryBytes, holder: "engine group" };
+  }
+
+  close(): void {
+    this.confinement.close();
+  }
+}
