@@ -45,6 +45,8 @@ export class TurnRecorder {
   private thread: Thread | null = null;
   private readonly subagents: SubagentRecorder;
   /** Commands started and not finished, with the tail of the output they streamed (see `openCommands`). */
+  /** The OOM kills where the commands run, as last read at the turn's start or a command's end. */
+  private oomSeen: number | null = null;
   private readonly running = new Map<
     string,
     { item: StoredItem; output: string; cut: boolean; oomKills: number | null }
@@ -139,6 +141,8 @@ export class TurnRecorder {
    */
   attach(thread: Thread): void {
     this.thread = thread;
+    // The OOM kills before this turn's first command (a command's own start may be told after it was killed).
+    this.oomSeen = this.memoryKills?.()?.kills ?? null;
     this.logMcpStatus();
   }
 
@@ -172,7 +176,10 @@ export class TurnRecorder {
         );
         this.started.add(item.id);
         if (item.type === "commandExecution") {
-          const oomKills = this.memoryKills?.()?.kills ?? null;
+          // Counted from the last count seen before it (the turn's start or the last command's end), not from its
+          // start's notice: a command killed at once (a big allocation) may be dead when its start is told.
+          const now = this.memoryKills?.()?.kills ?? null;
+          const oomKills = now !== null && this.oomSeen !== null ? Math.min(now, this.oomSeen) : now;
           this.running.set(item.id, { item, output: "", cut: false, oomKills });
         }
         for (const w of this.startWaiters.get(item.id) ?? []) w();
@@ -272,6 +279,7 @@ export class TurnRecorder {
     if (item.type !== "commandExecution") return item;
     const before = this.running.get(item.id)?.oomKills;
     const now = before === null || before === undefined ? null : this.memoryKills?.();
+    if (now) this.oomSeen = now.kills;
     if (before === null || before === undefined || !now || now.kills <= before) return item;
     const output = item.aggregatedOutput ?? "";
     const limit = `its ${now.holder}'s limit is ${Math.round(now.limitBytes / 2 ** 20)} MiB`;

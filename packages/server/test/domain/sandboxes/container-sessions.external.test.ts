@@ -165,6 +165,11 @@ describe("sessions on the container backend", () => {
     expect(output).toMatch(
       /\[a process of this command was killed: out of memory \(its container's limit is 256 MiB\)\]$/,
     );
+    // The command itself killed (its start may be told after it died): exit code 137, said so.
+    const itself = await send(first, `exec python3 -c 'x = bytearray(600 * 1024 * 1024)'`);
+    expect(itself).toMatch(
+      /\[command killed: out of memory \(its container's limit is 256 MiB\), exit code 137\]$/,
+    );
     // /metrics counts the kill (the cgroup is read each second) and shows the limit it ran into.
     const metric = async (line: RegExp) => line.exec(await (await f.request("GET", "/metrics")).text())?.[1];
     await waitFor(

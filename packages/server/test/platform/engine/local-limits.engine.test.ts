@@ -89,6 +89,10 @@ describe("limits on the local backend", () => {
     expect(output).toMatch(
       /\[a process of this command was killed: out of memory \(its engine group's limit is 512 MiB\)\]$/,
     );
+    // The command itself killed: exit code 137, said so.
+    expect(await run(`exec python3 -c 'x = bytearray(600 * 1024 ** 2)'`)).toMatch(
+      /\[command killed: out of memory \(its engine group's limit is 512 MiB\), exit code 137\]$/,
+    );
     expect(await run("echo still-here")).toBe("still-here\n");
   });
 
