@@ -5,7 +5,7 @@ import pino from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type MemoryKills, TurnRecorder } from "../../../src/domain/turns/recorder.js";
 import { EventHub } from "../../../src/platform/stream/hub.js";
-import { HostPaths } from "../../../src/platform/workspace/environment-paths.js";
+import { hostPathsOf } from "../../../src/platform/workspace/environment-paths.js";
 import { SqliteStore } from "../../../src/store/sqlite/index.js";
 import { session, turn } from "../../store/contract.js";
 
@@ -34,7 +34,7 @@ function recorder(): TurnRecorder {
     "s1",
     "t1",
     null,
-    new HostPaths(session("s1").workspace, null),
+    hostPathsOf(session("s1")),
     (): MemoryKills => ({ kills, limitBytes: 256 * 2 ** 20, holder: "container" }),
   );
   r.attach({ id: "thr", takeMcpStatusUpdates: () => [] } as never);
