@@ -40,8 +40,13 @@ export class Observability {
         const { warm, creating, inUse, stopped } = st;
         return { warm, creating, inUse, stopped, memoryBytes, limits: core.sandboxes.limitsFor() };
       },
+      localLimits: () => {
+        const l = core.localLimits?.limits;
+        return l ? { cpus: l.cpus, memoryBytes: l.memoryBytes, pids: l.pids, diskBytes: l.fileBytes } : null;
+      },
     });
     core.sandboxes?.onLimitHit((limit) => this.metrics.sandboxLimitHit(limit));
+    core.localLimits?.onLimitHit((limit, n) => this.metrics.sandboxLimitHit(limit, n));
     let config = null;
     try {
       config = tracingConfig(env);

@@ -30,6 +30,8 @@ export interface MetricSources {
   engines(): EngineStats[];
   /** Null: the local backend (no sandboxes of this service's own). */
   sandboxes(): SandboxGauges | null;
+  /** The local backend's limits of each engine's process group (null or absent: none applied). */
+  localLimits?(): SandboxGauges["limits"] | null;
 }
 
 /** Turn durations: from a trivial turn (~0.1 s) to an hour-long goal. */
@@ -168,7 +170,9 @@ export class Metrics {
     });
     this.sandboxLimitHits = new Counter({
       name: name("sandbox_limit_hits_total"),
-      help: "Sandbox limits commands ran into: memory (a process OOM-killed) or pids (a fork refused)",
+      help:
+        "Sandbox limits commands ran into (local backend: their engine group's): memory (a process OOM-killed) or " +
+        "pids (a fork refused)",
       labelNames: ["limit"],
       registers,
     });
@@ -197,12 +201,14 @@ export class Metrics {
     });
     new Gauge({
       name: name("sandbox_default_limit"),
-      help: "What a sandbox of the default size gets: cpus, memory_bytes, pids, disk_bytes",
+      help:
+        "What a sandbox of the default size gets (local backend: each engine's process group; disk_bytes: the " +
+        "largest file): cpus, memory_bytes, pids, disk_bytes",
       labelNames: ["resource"],
       registers,
       collect() {
         this.reset();
-        const l = sources.sandboxes()?.limits;
+        const l = sources.sandboxes()?.limits ?? sources.localLimits?.();
         if (!l) return;
         const limits = { cpus: l.cpus, memory_bytes: l.memoryBytes, pids: l.pids, disk_bytes: l.diskBytes };
         for (const [resource, v] of Object.entries(limits)) this.set({ resource }, v);
@@ -226,8 +232,8 @@ export class Metrics {
   }
 
   /** A sandbox's command ran into a limit (platform/sandbox/sandboxes.ts `onLimitHit`). */
-  sandboxLimitHit(limit: "memory" | "pids"): void {
-    this.sandboxLimitHits.inc({ limit });
+  sandboxLimitHit(limit: "memory" | "pids", n = 1): void {
+    this.sandboxLimitHits.inc({ limit }, n);
   }
 
   /** Every stored event of this process, in order; `dialect` is the dialect of the turn's request, if any. */

@@ -47,8 +47,15 @@ export interface EngineLimitsView {
   fileBytes: number;
 }
 
+/** How often the groups' counters are read (limit hits for /metrics). */
+const WATCH_MS = 1000;
+
 export class LocalLimits {
   private readonly warned = new Set<string>();
+  private readonly limitListeners = new Set<(limit: "memory" | "pids", n: number) => void>();
+  /** The counters last read per engine group. */
+  private readonly seen = new Map<number, { oomKills: number; pidsLimitHits: number }>();
+  private watcher: NodeJS.Timeout | null = null;
 
   private constructor(
     private readonly confinement: TreeConfinement,
@@ -79,6 +86,26 @@ export class LocalLimits {
     return this.confinement.report();
   }
 
+  /** Calls `fn` with the processes killed for memory and the forks refused at the pids limit, in any group. */
+  onLimitHit(fn: (limit: "memory" | "pids", n: number) => void): void {
+    this.limitListeners.add(fn);
+    this.watcher ??= setInterval(() => void this.watch(), WATCH_MS);
+    this.watcher.unref();
+  }
+
+  private async watch(): Promise<void> {
+    for (const index of [...this.seen.keys()]) {
+      const c = await this.confinement.reader(`engine-${index}`)?.read();
+      const before = this.seen.get(index);
+      if (!c || !before) continue;
+      this.seen.set(index, { oomKills: c.oomKills, pidsLimitHits: c.pidsLimitHits });
+      const hits = { memory: c.oomKills - before.oomKills, pids: c.pidsLimitHits - before.pidsLimitHits };
+      for (const [limit, n] of Object.entries(hits) as Array<["memory" | "pids", number]>) {
+        if (n > 0) for (const fn of this.limitListeners) fn(limit, n);
+      }
+    }
+  }
+
   /** Puts a just-started engine (slot `index`) into its group. */
   async confine(pid: number, index: number): Promise<void> {
     const failed = await this.confinement.confine(pid, `engine-${index}`);
@@ -86,6 +113,11 @@ export class LocalLimits {
     for (const f of fresh) this.warned.add(f.split(":")[0]!);
     if (fresh.length > 0)
       this.logger.warn({ engine: index, pid, failed: fresh }, "engine limits not applied");
+    // (a respawned engine keeps its group and its counters: hits are counted from the group's first engine on)
+    if (!this.seen.has(index)) {
+      const c = await this.confinement.reader(`engine-${index}`)?.read();
+      this.seen.set(index, { oomKills: c?.oomKills ?? 0, pidsLimitHits: c?.pidsLimitHits ?? 0 });
+    }
   }
 
   /** The memory kills in engine `index`'s group so far and its limit, or null (no memory group here). */
@@ -96,6 +128,8 @@ export class LocalLimits {
   }
 
   close(): void {
+    if (this.watcher) clearInterval(this.watcher);
+    this.watcher = null;
     this.confinement.close();
   }
 }

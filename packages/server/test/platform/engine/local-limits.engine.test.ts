@@ -114,6 +114,24 @@ describe("limits on the local backend", () => {
     expect(await run("echo still-here")).toBe("still-here\n");
   });
 
+  it("/metrics shows the group's limits and the limits commands ran into", async () => {
+    const metric = async (line: RegExp) => line.exec(await (await f.request("GET", "/metrics")).text())?.[1];
+    // (the groups' counters are read each second)
+    await waitFor(
+      async () =>
+        Number(await metric(/^codex_agent_api_sandbox_limit_hits_total\{limit="memory"\} (\S+)$/m)) >= 1 &&
+        Number(await metric(/^codex_agent_api_sandbox_limit_hits_total\{limit="pids"\} (\S+)$/m)) >= 1,
+      10_000,
+      "the memory kills and refused forks in /metrics",
+    );
+    expect(
+      Number(await metric(/^codex_agent_api_sandbox_default_limit\{resource="memory_bytes"\} (\S+)$/m)),
+    ).toBe(512 * MiB);
+    expect(Number(await metric(/^codex_agent_api_sandbox_default_limit\{resource="pids"\} (\S+)$/m))).toBe(
+      96,
+    );
+  });
+
   it("a file stops at the workspace disk size", async () => {
     const output = await run(
       `head -c ${70 * MiB} /dev/zero > big.bin; echo "rc=$?"; stat -c %s big.bin; rm big.bin`,
