@@ -3,7 +3,8 @@
  * (the engine's sandbox on this host), the container backend with no warm pool (each session's container made on
  * demand) and with a warm pool of 2. Rows: session create → its first command's turn completed (the container made
  * or claimed, the executor added to the engine, one `echo`), and a trivial turn in an existing session; interleaved
- * per round; then the memory each idle container holds. Skipped (reported so) when the machine has no Podman or
+ * per round; then the memory each idle container holds; then, with no server at all, a sandbox and its first command
+ * through its executor (sandbox-direct.ts: the anchors' measure). Skipped (reported so) when the machine has no Podman or
  * sandbox image.
  */
 import { execFileSync } from "node:child_process";
@@ -12,7 +13,8 @@ import { join } from "node:path";
 import { type Scenario, TRIVIAL_PROMPT, templateTurn } from "../context.js";
 import { now } from "../proc.js";
 import { type ServerProcess, startServer } from "../server.js";
-import { type Row, sampleRow } from "../stats.js";
+import { median, type Row, ratio, sampleRow } from "../stats.js";
+import { sandboxDirect } from "./sandbox-direct.js";
 
 const COMMAND_PROMPT =
   "Run this exact shell command and wait for it to finish: echo sandboxed. Then reply with exactly: ok";
@@ -128,6 +130,8 @@ export const sandboxes: Scenario = {
         await servers[kind].stop();
       }
     }
+    // The anchors' own measure: a sandbox and its first command, no model (after the servers: nothing beside it).
+    const direct = await sandboxDirect(sandboxRoot, rounds);
     const row = (metric: string, xs: number[], ref?: number[]): Row =>
       sampleRow(metric, "ms", xs, ref ? { ref, name: "local backend" } : undefined);
     return {
@@ -140,16 +144,45 @@ export const sandboxes: Scenario = {
         ...kinds.map((k) =>
           row(`trivial turn, ${LABEL[k]}`, trivial[k], k === "local" ? undefined : trivial.local),
         ),
+        row("sandbox → first command result, executor direct (no model), made on demand", direct.cold),
+        row("sandbox → first command result, executor direct (no model), from a warm pool of 2", direct.warm),
         ...idle,
       ],
-      targets: [],
+      targets: [
+        {
+          name: "sandbox + first command, warm pool (p50)",
+          value: median(direct.warm),
+          op: "<=",
+          threshold: 100,
+          unit: "ms",
+          detail: `made on demand: ${median(direct.cold)?.toFixed(0) ?? "—"} ms; anchors 110 and 440 ms (no model)`,
+        },
+        {
+          name: "session create → first command, made on demand (p50)",
+          value: median(first.cold),
+          op: "<=",
+          threshold: 1000,
+          unit: "ms",
+          detail: `from the warm pool: ${median(first.warm)?.toFixed(0) ?? "—"} ms (a model turn included)`,
+        },
+        {
+          name: "trivial turn, container / local",
+          value: ratio(median(trivial.warm), median(trivial.local)),
+          op: "<=",
+          threshold: 1.15,
+          unit: "×",
+          detail: `made on demand: ${ratio(median(trivial.cold), median(trivial.local))?.toFixed(2) ?? "—"}×`,
+        },
+      ],
       notes: [
         "Template dialect: POST a session with a workspace of its own, then POST its first input (one `echo`), until turn.completed; then a " +
           "trivial turn on the same session. Servers interleaved per round; sessions deleted at the end (their " +
           "containers with them). Warm: the pool refills in the background while the other two servers run their " +
           "round.",
+        "Executor direct: the sandbox package's backend in the bench process (no server, no engine, no model), a " +
+          "small sandbox made or claimed, its executor connected, `echo` run to its end; the anchors' measure.",
       ],
-      data: { first, trivial },
+      data: { first, trivial, direct },
     };
   },
 };
