@@ -70,7 +70,7 @@ fi
 work="$(mktemp -d /var/tmp/codex-agent-sandbox-build.XXXXXX)"
 root="$work/rootfs"
 cleanup() {
-  for m in "$root/proc" "$root/sys" "$root/dev/pts" "$root/dev"; do mountpoint -q "$m" 2>/dev/null && umount -l "$m"; done
+  for m in "$root/var/cache/apt/archives" "$root/proc" "$root/sys" "$root/dev/pts" "$root/dev"; do mountpoint -q "$m" 2>/dev/null && umount -l "$m"; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -92,6 +92,24 @@ install -d -m 0755 -o 1000 -g 1000 "$root/workspace"
 install -d -m 0755 "$root/opt/codex" "$root/run/egress"
 # apt inside the sandbox (when an operator gives it network) uses the same mirror.
 printf 'deb %s %s main\n' "$mirror" "$suite" >"$root/etc/apt/sources.list"
+# npm after debootstrap, with apt: debootstrap cannot configure its hundreds of node-* packages in its base
+# ordering ("Failure while configuring base packages"); apt-get installs them in order.
+late="npm"
+log "apt-get install $late"
+[ -s "$root/etc/resolv.conf" ] || cp /etc/resolv.conf "$root/etc/resolv.conf"
+mount -t proc proc "$root/proc"
+# (its .debs kept with debootstrap's, for the next build)
+mkdir -p "$cache/partial"
+mount --bind "$cache" "$root/var/cache/apt/archives"
+if ! { chroot "$root" apt-get update -qq &&
+  DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y -qq --no-install-recommends $late; } \
+  >"$work/apt.log" 2>&1; then
+  tail -n 30 "$work/apt.log" >&2
+  fail "apt-get install $late failed (log above)"
+fi
+umount "$root/var/cache/apt/archives" "$root/proc"
+# (the build host's name servers are nothing of the image's: a container has no DNS of its own)
+: >"$root/etc/resolv.conf"
 # Smaller: no caches, lists, docs or man pages (copyright files stay).
 rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/* "$root"/var/log/*.log \
   "$root"/usr/share/man/* "$root"/usr/share/info/*

@@ -416,14 +416,6 @@ export function checkEnforceable(
       "unsupported_system_packages",
     );
   }
-  if (opts.containers && spec.packages.npm.length > 0) {
-    throw unsupported(
-      `'${where}.packages.npm': npm packages are not installed on this server's container backend yet (its ` +
-        "default image has Node.js without npm): install them from a setup command in an image that has npm",
-      `${where}.packages.npm`,
-      "unsupported_npm_packages",
-    );
-  }
   if (spec.packages.system.length > 0 && !opts.systemInstaller) {
     throw unsupported(
       `'${where}.packages.system': system packages need root outside the agent's sandbox; this server installs ` +

@@ -69,8 +69,6 @@ async function runIn(environment: Record<string, unknown>, cmd: string) {
   return { id, events, text: text.join(""), output: outputs.join("\n") };
 }
 
-/** npm packages (not on the container backend: its default image has no npm; refused there, see below). */
-const npm = !onContainerBackend;
 const NPM_PACKAGES = ["./vendor/tiny-1.0.0.tgz"];
 
 describe("openai_hosted environments", () => {
@@ -84,20 +82,17 @@ describe("openai_hosted environments", () => {
           { type: "inline", path: "/workspace/vendor/tiny-1.0.0.tgz", data: b64(npmTarball()) },
           { type: "inline", path: "/workspace/vendor/tinypy-0.1-py3-none-any.whl", data: b64(pythonWheel()) },
         ],
-        packages: { ...(npm ? { npm: NPM_PACKAGES } : {}), python: ["./vendor/tinypy-0.1-py3-none-any.whl"] },
+        packages: { npm: NPM_PACKAGES, python: ["./vendor/tinypy-0.1-py3-none-any.whl"] },
         setup_commands: [
-          {
-            command: npm
-              ? 'echo "setup saw $(tiny-cli)" > setup.txt'
-              : 'echo "setup saw $(whoami)" > setup.txt',
-          },
+          { command: 'echo "setup saw $(tiny-cli)" > setup.txt' },
           { command: "pwd > where.txt", cwd: "/workspace/data" },
         ],
         env: { MY_TOKEN: token, GREETING: "hi" },
       },
       [
         "cat data/hello.txt setup.txt data/where.txt",
-        ...(npm ? ["tiny-cli", `node -e 'console.log(require("tiny").value)'`] : []),
+        "tiny-cli",
+        `node -e 'console.log(require("tiny").value)'`,
         `python -c 'import tinypy; print(tinypy.VALUE)'`,
         'printf %s "$MY_TOKEN" | sha256sum',
         'echo "token is $MY_TOKEN"',
@@ -107,9 +102,9 @@ describe("openai_hosted environments", () => {
     expect(text).toBe("done");
     expect(output).toContain("hello from a file");
     // (In a container, setup runs as the agent's own user.)
-    expect(output).toContain(npm ? "setup saw tiny-ok" : "setup saw agent");
+    expect(output).toContain("setup saw tiny-ok");
     expect(output).toMatch(/\/data\n/);
-    if (npm) expect(output).toContain("tiny-value");
+    expect(output).toContain("tiny-value");
     expect(output).toContain("py-ok");
     // The variable reached the command (its hash), but what the session stores has it replaced.
     expect(output).toContain(sha256(token));
@@ -132,7 +127,7 @@ describe("openai_hosted environments", () => {
       type: "openai_hosted",
       network: { access: "disabled", allowed_domains: [] },
       packages: {
-        npm: npm ? NPM_PACKAGES : [],
+        npm: NPM_PACKAGES,
         python: ["./vendor/tinypy-0.1-py3-none-any.whl"],
         system: [],
       },
@@ -541,14 +536,6 @@ describe("what this server does not do is refused, never ignored", () => {
       "unsupported_system_packages",
     );
     expect(system.message).toMatch(onContainerBackend ? /--sandbox-image/ : /--environment-system-installer/);
-    if (onContainerBackend) {
-      const npmRefused = await refused(
-        { type: "openai_hosted", packages: { npm: NPM_PACKAGES } },
-        422,
-        "unsupported_npm_packages",
-      );
-      expect(npmRefused.message).toMatch(/npm/);
-    }
     await refused(
       { type: "openai_hosted", skills: [{ type: "skill_reference", skill_id: "sk_1" }] },
       422,
