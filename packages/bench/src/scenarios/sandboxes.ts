@@ -10,7 +10,7 @@
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { type Scenario, TRIVIAL_PROMPT, templateTurn } from "../context.js";
+import { type Scenario, startTurnRig, TRIVIAL_PROMPT, templateTurn } from "../context.js";
 import { now } from "../proc.js";
 import { type ServerProcess, startServer } from "../server.js";
 import { median, type Row, ratio, sampleRow } from "../stats.js";
@@ -99,6 +99,9 @@ export const sandboxes: Scenario = {
         args: container(2, "warm"),
       }),
     };
+    // The engine alone (the SDK in this process, the server's engine config): a new thread's first command turn.
+    const rig = await startTurnRig(ctx);
+    const engineFirst: number[] = [];
     const kinds: Kind[] = ["local", "cold", "warm"];
     const first: Record<Kind, number[]> = { local: [], cold: [], warm: [] };
     const trivial: Record<Kind, number[]> = { local: [], cold: [], warm: [] };
@@ -119,6 +122,10 @@ export const sandboxes: Scenario = {
           first[kind].push(createToCommand);
           trivial[kind].push(turn);
         }
+        const t0 = now();
+        const thread = await rig.codex.startThread(rig.threadOptions);
+        await thread.run(COMMAND_PROMPT, { model: "mock-model" });
+        if (r >= 0) engineFirst.push(now() - t0);
       }
       // What the idle containers (every session's, the warm pool's) hold: their cgroups' memory, per container.
       for (const kind of ["cold", "warm"] as const) idle.push(await idleMemory(servers[kind], LABEL[kind]));
@@ -129,6 +136,7 @@ export const sandboxes: Scenario = {
         }
         await servers[kind].stop();
       }
+      await rig.close();
     }
     // The anchors' own measure: a sandbox and its first command, no model (after the servers: nothing beside it).
     const direct = await sandboxDirect(sandboxRoot, rounds);
@@ -144,6 +152,7 @@ export const sandboxes: Scenario = {
         ...kinds.map((k) =>
           row(`trivial turn, ${LABEL[k]}`, trivial[k], k === "local" ? undefined : trivial.local),
         ),
+        row("the engine alone: new thread → first command turn (SDK direct, local sandbox)", engineFirst),
         row("sandbox → first command result, executor direct (no model), made on demand", direct.cold),
         row("sandbox → first command result, executor direct (no model), from a warm pool of 2", direct.warm),
         ...idle,
@@ -163,7 +172,9 @@ export const sandboxes: Scenario = {
           op: "<=",
           threshold: 1000,
           unit: "ms",
-          detail: `from the warm pool: ${median(first.warm)?.toFixed(0) ?? "—"} ms (a model turn included)`,
+          detail:
+            `from the warm pool: ${median(first.warm)?.toFixed(0) ?? "—"} ms; the engine alone, a new thread's ` +
+            `first command turn: ${median(engineFirst)?.toFixed(0) ?? "—"} ms`,
         },
         {
           name: "trivial turn, container / local",
@@ -182,7 +193,7 @@ export const sandboxes: Scenario = {
         "Executor direct: the sandbox package's backend in the bench process (no server, no engine, no model), a " +
           "small sandbox made or claimed, its executor connected, `echo` run to its end; the anchors' measure.",
       ],
-      data: { first, trivial, direct },
+      data: { first, trivial, direct, engineFirst },
     };
   },
 };
