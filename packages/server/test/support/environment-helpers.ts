@@ -1,5 +1,6 @@
 // Helpers of the environments and vaults suites: packages built offline (an npm tarball, a Python wheel), the
-// scripted model's shell directive, what a session's commands printed, and a search for a secret in files.
+// scripted model's shell directive, a turn running a command, what a session's commands printed, and a search for a
+// secret in files.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
@@ -15,6 +16,8 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type OpenAI from "openai";
+import { waitFor } from "./fixture.js";
+import { messageEvent } from "./openai-helpers.js";
 
 /** The scripted model runs CMD in the workspace, then replies REPLY. */
 export const shell = (cmd: string, reply = "done") =>
@@ -81,6 +84,22 @@ export function filesContaining(dir: string, needle: string): string[] {
 }
 
 /** The output of the session's command items (in order), through the official SDK. */
+/** Another turn of the session running `cmd` (the scripted model's shell directive): what its command printed. */
+export async function commandTurn(client: OpenAI, sessionId: string, cmd: string): Promise<string> {
+  const before = (await commandOutputs(client, sessionId)).length;
+  await client.beta.agents.sessions.events.create(sessionId, { events: [messageEvent(shell(cmd))] });
+  const outputs = await waitFor(
+    async () => {
+      const s = await client.beta.agents.sessions.retrieve(sessionId);
+      const out = await commandOutputs(client, sessionId);
+      return s.status === "idle" && out.length > before ? out : null;
+    },
+    60_000,
+    "the turn's command",
+  );
+  return (outputs ?? []).slice(before).join("\n");
+}
+
 export async function commandOutputs(client: OpenAI, sessionId: string): Promise<string[]> {
   const out: string[] = [];
   for await (const item of client.beta.agents.sessions.items.list(sessionId, { order: "asc" })) {

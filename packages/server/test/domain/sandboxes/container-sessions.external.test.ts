@@ -10,9 +10,15 @@ import { join } from "node:path";
 import type OpenAI from "openai";
 import type { AgentSessionEvent } from "openai/resources/beta/agents/agents";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { commandOutputs, filesContaining, pythonWheel, shell } from "../../support/environment-helpers.js";
+import {
+  commandOutputs,
+  commandTurn,
+  filesContaining,
+  pythonWheel,
+  shell,
+} from "../../support/environment-helpers.js";
 import { cleanup, type ServerFixture, startServer, waitFor } from "../../support/fixture.js";
-import { messageEvent, sdk } from "../../support/openai-helpers.js";
+import { sdk } from "../../support/openai-helpers.js";
 import { ensureSandboxImage, mountsUnder, sandboxRoot } from "../../support/sandbox.js";
 
 const root = sandboxRoot("sess");
@@ -88,20 +94,7 @@ async function start(cmd: string, environment?: Record<string, unknown>) {
 }
 
 /** Another turn of the session running `cmd`: what its command printed. */
-async function send(id: string, cmd: string): Promise<string> {
-  const before = (await commandOutputs(client, id)).length;
-  await client.beta.agents.sessions.events.create(id, { events: [messageEvent(shell(cmd))] });
-  const outputs = await waitFor(
-    async () => {
-      const s = await client.beta.agents.sessions.retrieve(id);
-      const out = await commandOutputs(client, id);
-      return s.status === "idle" && out.length > before ? out : null;
-    },
-    60_000,
-    "the turn's command",
-  );
-  return (outputs ?? []).slice(before).join("\n");
-}
+const send = (id: string, cmd: string) => commandTurn(client, id, cmd);
 
 /**
  * A stdio MCP server with one tool, `whoami`: where it runs (host name, uid, cwd), its `$MCP_SECRET` and whether it

@@ -5,9 +5,9 @@
 // size, a command cannot leave its group; the service and the session go on.
 import type OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { commandOutputs, shell } from "../../support/environment-helpers.js";
+import { commandTurn } from "../../support/environment-helpers.js";
 import { type ServerFixture, startServer, waitFor } from "../../support/fixture.js";
-import { messageEvent, sdk } from "../../support/openai-helpers.js";
+import { sdk } from "../../support/openai-helpers.js";
 
 const MiB = 1024 * 1024;
 let f: ServerFixture;
@@ -41,20 +41,7 @@ afterAll(async () => {
 });
 
 /** A turn of the session running `cmd`: what its command printed. */
-async function run(cmd: string): Promise<string> {
-  const before = (await commandOutputs(client, sessionId)).length;
-  await client.beta.agents.sessions.events.create(sessionId, { events: [messageEvent(shell(cmd))] });
-  const outputs = await waitFor(
-    async () => {
-      const s = await client.beta.agents.sessions.retrieve(sessionId);
-      const out = await commandOutputs(client, sessionId);
-      return s.status === "idle" && out.length > before ? out : null;
-    },
-    60_000,
-    "the turn's command",
-  );
-  return (outputs ?? []).slice(before).join("\n");
-}
+const run = (cmd: string) => commandTurn(client, sessionId, cmd);
 
 /** A line of /proc/self/limits: the soft and hard values. */
 const limitOf = (output: string, name: string) =>
