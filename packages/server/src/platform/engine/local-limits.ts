@@ -20,8 +20,13 @@ import type { Logger } from "pino";
  */
 const ENGINE_DATA_ALLOWANCE = 1024 ** 3;
 
-/** The service's group under its own cgroup: `codex-agent-api-<pid>` (one per running service). */
+/**
+ * The service's group under its own cgroup: `codex-agent-api-<pid>-<n>` (the n-th service of the process: several
+ * services in one process, as in tests, never share a group).
+ */
 const GROUP_PREFIX = "codex-agent-api-";
+const GROUP_NAME = /^codex-agent-api-(\d+)-\d+$/;
+let opened = 0;
 
 function alive(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false;
@@ -67,9 +72,14 @@ export class LocalLimits {
     const l = limitsForSize(opts.size, { overrides: opts.defaults, maximums: opts.maximums });
     const limits = { memoryBytes: l.memoryBytes, cpus: l.cpus, pids: l.pids, fileBytes: l.diskBytes };
     const confinement = await TreeConfinement.open(
-      `${GROUP_PREFIX}${process.pid}`,
+      `${GROUP_PREFIX}${process.pid}-${++opened}`,
       { ...limits, dataBytes: l.memoryBytes + ENGINE_DATA_ALLOWANCE },
-      { stale: (name) => name.startsWith(GROUP_PREFIX) && !alive(Number(name.slice(GROUP_PREFIX.length))) },
+      {
+        stale: (name) => {
+          const m = GROUP_NAME.exec(name);
+          return m !== null && !alive(Number(m[1]));
+        },
+      },
     );
     const local = new LocalLimits(confinement, limits, opts.logger);
     const report = confinement.report();

@@ -3,8 +3,12 @@
 // rlimits of the default size (data segment, file size, no core dumps). A 2 GiB allocation fails, a process over the
 // group's memory is killed (and its item says so), a fork storm stops at the pids limit, a file stops at the disk
 // size, a command cannot leave its group; the service and the session go on.
+import { existsSync, mkdirSync, readFileSync, rmdirSync } from "node:fs";
+import { join } from "node:path";
 import type OpenAI from "openai";
+import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LocalLimits } from "../../../src/platform/engine/local-limits.js";
 import { commandTurn } from "../../support/environment-helpers.js";
 import { type ServerFixture, startServer, waitFor } from "../../support/fixture.js";
 import { sdk } from "../../support/openai-helpers.js";
@@ -50,7 +54,7 @@ const limitOf = (output: string, name: string) =>
 describe("limits on the local backend", () => {
   it("the engine's commands are in its group, with the size's rlimits", async () => {
     const output = await run("cat /proc/self/cgroup; cat /proc/self/limits");
-    const group = `codex-agent-api-${process.pid}/engine-0`;
+    const group = `codex-agent-api-${process.pid}-\\d+/engine-0`;
     expect(output).toMatch(new RegExp(`^\\d+:memory:\\S*/${group}$`, "m"));
     expect(output).toMatch(new RegExp(`^\\d+:pids:\\S*/${group}$`, "m"));
     expect(output).toMatch(new RegExp(`^\\d+:cpu(,cpuacct)?:\\S*/${group}$`, "m"));
@@ -140,5 +144,29 @@ describe("limits on the local backend", () => {
     expect(output).toMatch(/kept\n/);
     expect(output).toMatch(/kept-rlimit/);
     expect(output).not.toMatch(/LEFT-GROUP|RAISED/);
+  });
+
+  it("groups a killed service left are removed at the next start; nothing else is", async () => {
+    const own = /^\d+:pids:(.*)$/m.exec(readFileSync("/proc/self/cgroup", "utf8"))?.[1] ?? "/";
+    const base = join("/sys/fs/cgroup/pids", own);
+    let dead = 4_000_000;
+    while (existsSync(`/proc/${dead}`)) dead--;
+    const stale = join(base, `codex-agent-api-${dead}-1`);
+    const other = join(base, `not-ours-${process.pid}`);
+    mkdirSync(join(stale, "engine-0"), { recursive: true });
+    mkdirSync(other);
+    try {
+      const limits = await LocalLimits.open({
+        size: "small",
+        maximums: {},
+        defaults: {},
+        logger: pino({ level: "silent" }),
+      });
+      limits.close();
+      expect(existsSync(stale)).toBe(false);
+      expect(existsSync(other)).toBe(true);
+    } finally {
+      for (const d of [join(stale, "engine-0"), stale, other]) if (existsSync(d)) rmdirSync(d);
+    }
   });
 });
