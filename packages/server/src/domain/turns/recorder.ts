@@ -99,6 +99,7 @@ export class TurnRecorder {
 
   /** Resolves when everything recorded so far is stored and the goal hooks have run; rejects on a write error. */
   async settled(): Promise<void> {
+    this.logMcpStatus();
     await this.subagents.settle().catch((err: unknown) => {
       this.failure ??= err;
     });
@@ -169,6 +170,9 @@ export class TurnRecorder {
         this.subagents.onNotification(event.params);
         return;
       case "item/started": {
+        // MCP start-up news that arrived after the thread was attached but before this turn's stream began is
+        // kept by the thread only: it is logged before the turn's first item (and at the latest when it settles).
+        this.logMcpStatus();
         const item = mapItemPaths(event.params.item as ThreadItem, this.paths) as ThreadItem;
         this.log(
           { type: "item.started", data: { item, output_index: this.indexOf(item.id) } },

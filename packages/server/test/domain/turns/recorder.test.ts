@@ -1,6 +1,6 @@
-// A command killed for memory is said to be in its item, whatever order the engine's notices come in: counted from
-// the kills seen at the turn's start or the last command's end, not from when its start was told (a big allocation
-// can be killed before that).
+// What the recorder says of a turn, whatever order the engine's notices come in: a command killed for memory is said
+// to be in its item (counted from the kills seen at the turn's start or the last command's end, not from when its
+// start was told: a big allocation can be killed before that); MCP start-up news the thread kept is logged.
 import pino from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type MemoryKills, TurnRecorder } from "../../../src/domain/turns/recorder.js";
@@ -85,5 +85,29 @@ describe("a command's memory kills", () => {
       "ok\n[a process of this command was killed: out of memory (its container's limit is 256 MiB)]",
       "fine",
     ]);
+  });
+});
+
+describe("MCP servers' start-up news", () => {
+  it("news the thread kept after it was attached is logged with the turn's first item", async () => {
+    const pending: Array<{ name: string; status: string; error: string | null }> = [];
+    const r = new TurnRecorder(
+      hub,
+      pino({ level: "silent" }),
+      () => 1000,
+      "s1",
+      "t1",
+      null,
+      hostPathsOf(session("s1")),
+    );
+    r.attach({ id: "thr", takeMcpStatusUpdates: () => pending.splice(0) } as never);
+    // (arrives between the attach and the turn's stream: only the thread has it)
+    pending.push({ name: "demo", status: "ready", error: null });
+    r.record(started(command("c1")));
+    r.record(completed(command("c1", { status: "completed", exitCode: 0, aggregatedOutput: "ok" })));
+    await r.settled();
+    const events = await store.readEvents("s1", 0, 100);
+    expect(events.map((e) => e.type)).toEqual(["mcp_server.status", "item.started", "item.completed"]);
+    expect(events[0]?.data).toMatchObject({ server_label: "demo", status: "ready", error: null });
   });
 });
