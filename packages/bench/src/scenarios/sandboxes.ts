@@ -4,8 +4,8 @@
  * demand) and with a warm pool of 2. Rows: session create → its first command's turn completed (the container made
  * or claimed, the executor added to the engine, one `echo`), and a trivial turn in an existing session; interleaved
  * per round; then the memory each idle container holds; then, with no server at all, a sandbox and its first command
- * through its executor (sandbox-direct.ts: the anchors' measure). Skipped (reported so) when the machine has no Podman or
- * sandbox image.
+ * through its executor (sandbox-direct.ts: the anchors' measure). Skipped (reported so) when the machine has no
+ * Podman or sandbox image.
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";

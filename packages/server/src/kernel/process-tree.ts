@@ -97,6 +97,17 @@ export function killRemaining(procs: readonly ProcessRef[]): number {
   return killed;
 }
 
+/** Whether a process with this pid exists (one of another user's counts: signalling it is refused, not failed). */
+export function pidAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
 /** Whether the process still runs (a zombie has ended; a later process with its pid is another one). */
 export function running(p: ProcessRef): boolean {
   const fields = statFields(p.pid);

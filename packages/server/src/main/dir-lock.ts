@@ -12,6 +12,7 @@ import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node
 import { hostname } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
+import { pidAlive } from "../kernel/process-tree.js";
 
 export const LOCK_FILE = "instance.lock";
 export const HOLDER_FILE = "instance.json";
@@ -86,15 +87,6 @@ function readHolder(dir: string): LockHolder | null {
     return null;
   }
   if (typeof h.pid !== "number" || typeof h.host !== "string") return null;
-  if (h.host === hostname() && !alive(h.pid)) return null;
+  if (h.host === hostname() && !pidAlive(h.pid)) return null;
   return { pid: h.pid, host: h.host, since: String(h.since ?? "?") };
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
 }

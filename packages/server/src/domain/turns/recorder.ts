@@ -44,9 +44,9 @@ export class TurnRecorder {
   private failure: unknown = null;
   private thread: Thread | null = null;
   private readonly subagents: SubagentRecorder;
-  /** Commands started and not finished, with the tail of the output they streamed (see `openCommands`). */
   /** The OOM kills where the commands run, as last read at the turn's start or a command's end. */
   private oomSeen: number | null = null;
+  /** Commands started and not finished, with the tail of the output they streamed (see `openCommands`). */
   private readonly running = new Map<
     string,
     { item: StoredItem; output: string; cut: boolean; oomKills: number | null }
@@ -276,8 +276,8 @@ export class TurnRecorder {
   }
 
   /**
-   * A command during which its container's (or engine group's) OOM kills went up had a process killed for memory (itself, when it
-   * ended by SIGKILL: exit 137): its item's output says so, with the limit it ran into.
+   * A command during which its container's (or engine group's) OOM kills went up had a process killed for memory
+   * (itself, when it ended by SIGKILL: exit 137): its item's output says so, with the limit it ran into.
    */
   private explained(item: ThreadItem): ThreadItem {
     if (item.type !== "commandExecution") return item;

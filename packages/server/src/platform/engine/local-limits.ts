@@ -2,8 +2,9 @@
  * The local backend's limits: each engine process and everything its sessions run go into a group of their own on
  * this host (`TreeConfinement`: a cgroup with the memory, CPU and pids of the default sandbox size, capped by the
  * operator's maximums; rlimits each command inherits — its data segment at that memory plus the engine's allowance,
- * files at the workspace disk size, no core dumps). The sessions of one engine share its group: a runaway command can starve them, never the
- * service or the host. What the host refuses is logged once and reported; the engine runs with the rest.
+ * files at the workspace disk size, no core dumps). The sessions of one engine share its group: a runaway command
+ * can starve them, never the service or the host. What the host refuses is logged once and reported; the engine
+ * runs with the rest.
  */
 import {
   type ConfinementReport,
@@ -13,6 +14,7 @@ import {
   TreeConfinement,
 } from "@codex-agent-api/sandbox";
 import type { Logger } from "pino";
+import { pidAlive } from "../../kernel/process-tree.js";
 
 /**
  * The engine is under the data rlimit its commands inherit: its own data segment (thread stacks and heap, ~250 MiB
@@ -27,16 +29,6 @@ const ENGINE_DATA_ALLOWANCE = 1024 ** 3;
 const GROUP_PREFIX = "codex-agent-api-";
 const GROUP_NAME = /^codex-agent-api-(\d+)-\d+$/;
 let opened = 0;
-
-function alive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 export interface LocalLimitsOptions {
   size: ContainerSize;
@@ -77,7 +69,7 @@ export class LocalLimits {
       {
         stale: (name) => {
           const m = GROUP_NAME.exec(name);
-          return m !== null && !alive(Number(m[1]));
+          return m !== null && !pidAlive(Number(m[1]));
         },
       },
     );
