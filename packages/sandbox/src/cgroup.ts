@@ -14,7 +14,8 @@ export interface CgroupCounters {
   pidsLimitHits: number;
 }
 
-async function text(path: string): Promise<string | null> {
+async function text(path: string | null): Promise<string | null> {
+  if (path === null) return null;
   try {
     return await readFile(path, "utf8");
   } catch {
@@ -49,13 +50,18 @@ export class CgroupReader {
     /** The container's cgroup path, as podman reports it (`/libpod_parent/libpod-<id>`). */
     private readonly path: string,
     private readonly root = "/sys/fs/cgroup",
-    /** A group's directory per controller (`memory` → its absolute path), instead of `root` + `path`. */
+    /**
+     * A group's directory per controller (`memory` → its absolute path), instead of `root` + `path`; a controller
+     * it does not name has no files (its counters read as absent, never another group's).
+     */
     private readonly dirs: Readonly<Record<string, string>> | null = null,
   ) {}
 
-  private file(controller: string, name: string): string {
-    const dir = this.dirs?.[controller === "" ? "memory" : controller];
-    if (dir) return `${dir}/${name}`;
+  private file(controller: string, name: string): string | null {
+    if (this.dirs) {
+      const dir = this.dirs[controller === "" ? "memory" : controller];
+      return dir ? `${dir}/${name}` : null;
+    }
     return this.version === "v2"
       ? `${this.root}${this.path}/${name}`
       : `${this.root}/${controller}${this.path}/${name}`;
@@ -68,6 +74,7 @@ export class CgroupReader {
   oomKillsNow(): number | null {
     const f =
       this.version === "v2" ? this.file("", "memory.events") : this.file("memory", "memory.oom_control");
+    if (f === null) return null;
     try {
       return keyed(readFileSync(f, "utf8"), "oom_kill");
     } catch {

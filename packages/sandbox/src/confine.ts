@@ -49,6 +49,7 @@ export function ownCgroups(procSelfCgroup = "/proc/self/cgroup"): Map<string, st
 export class TreeConfinement {
   private readonly dirs = new Map<Controller, string>();
   private readonly groups = new Map<string, Map<Controller, string>>();
+  private readonly readers = new Map<string, CgroupReader>();
   private readonly problems: string[] = [];
 
   private constructor(
@@ -152,13 +153,15 @@ export class TreeConfinement {
     return failed;
   }
 
-  /** The counters of `key`'s group (memory, OOM kills, pids), or null when it has no memory or pids group. */
+  /** The counters of `key`'s group (memory, OOM kills, pids), or null when it has no group (made by confine()). */
   reader(key: string): CgroupReader | null {
+    const known = this.readers.get(key);
+    if (known) return known;
     const group = this.groups.get(key);
     if (!group || group.size === 0) return null;
-    const paths: Record<string, string> = {};
-    for (const [ctl, dir] of group) paths[ctl] = dir;
-    return new CgroupReader(this.version, "", this.root, paths);
+    const reader = new CgroupReader(this.version, "", this.root, Object.fromEntries(group));
+    this.readers.set(key, reader);
+    return reader;
   }
 
   /** Removes the groups (their processes must have ended: a group still in use is left to the kernel). */
@@ -167,6 +170,7 @@ export class TreeConfinement {
       for (const dir of new Set(group.values())) tryRmdir(dir);
     }
     this.groups.clear();
+    this.readers.clear();
     for (const dir of new Set(this.dirs.values())) tryRmdir(dir);
   }
 

@@ -95,6 +95,29 @@ describe("TreeConfinement", () => {
     expect(read(`/proc/${pid}/limits`)).toMatch(/^Max core file size\s+0\s+0/m);
   });
 
+  it("a group without a memory controller has no OOM count: never another group's", async () => {
+    const t = tree("8:pids:/\n4:memory:/blocked\n");
+    mkdirSync(join(t.root, "pids"), { recursive: true });
+    writeFileSync(join(t.root, "cpu"), "not a directory");
+    // (no memory group can be made under /blocked; the memory root's own counter is not the group's)
+    mkdirSync(join(t.root, "memory"));
+    writeFileSync(join(t.root, "memory/blocked"), "not a directory");
+    writeFileSync(join(t.root, "memory/memory.oom_control"), "oom_kill_disable 0\nunder_oom 0\noom_kill 7\n");
+    const c = await TreeConfinement.open("svc-5", LIMITS, { ...t, version: "v1" });
+    expect(c.report().controllers).toEqual(["pids"]);
+    await c.confine(sleeper(), "engine-0");
+    writeFileSync(join(t.root, "pids/svc-5/engine-0/pids.events"), "max 4\n");
+    writeFileSync(join(t.root, "pids/svc-5/engine-0/pids.current"), "3\n");
+    const reader = c.reader("engine-0")!;
+    expect(reader.oomKillsNow()).toBeNull();
+    expect(await reader.read()).toMatchObject({
+      memoryCurrent: null,
+      oomKills: 0,
+      pidsCurrent: 3,
+      pidsLimitHits: 4,
+    });
+  });
+
   it("sweeps the empty groups an earlier process left, and removes its own on close", async () => {
     const t = tree("8:pids:/\n");
     mkdirSync(join(t.root, "pids/svc-dead/engine-0"), { recursive: true });

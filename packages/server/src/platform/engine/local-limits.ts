@@ -124,7 +124,6 @@ export class LocalLimits {
 
   /** The memory kills in engine `index`'s group so far and its limit, or null (no memory group here). */
   memoryKills(index: number): { kills: number; limitBytes: number; holder: "engine group" } | null {
-    if (!this.report().controllers.includes("memory")) return null;
     const kills = this.confinement.reader(`engine-${index}`)?.oomKillsNow() ?? null;
     return kills === null ? null : { kills, limitBytes: this.limits.memoryBytes, holder: "engine group" };
   }
