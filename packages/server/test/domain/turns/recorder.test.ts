@@ -26,7 +26,10 @@ afterEach(async () => {
   await store.close();
 });
 
-function recorder(): TurnRecorder {
+type McpUpdate = { name: string; status: string; error: string | null };
+
+/** A recorder of turn t1, attached to a thread whose MCP start-up news is `mcp` (taken as it is read). */
+function recorder(mcp: McpUpdate[] = []): TurnRecorder {
   const r = new TurnRecorder(
     hub,
     pino({ level: "silent" }),
@@ -37,7 +40,7 @@ function recorder(): TurnRecorder {
     hostPathsOf(session("s1")),
     (): MemoryKills => ({ kills, limitBytes: 256 * 2 ** 20, holder: "container" }),
   );
-  r.attach({ id: "thr", takeMcpStatusUpdates: () => [] } as never);
+  r.attach({ id: "thr", takeMcpStatusUpdates: () => mcp.splice(0) } as never);
   return r;
 }
 
@@ -90,17 +93,8 @@ describe("a command's memory kills", () => {
 
 describe("MCP servers' start-up news", () => {
   it("news the thread kept after it was attached is logged with the turn's first item", async () => {
-    const pending: Array<{ name: string; status: string; error: string | null }> = [];
-    const r = new TurnRecorder(
-      hub,
-      pino({ level: "silent" }),
-      () => 1000,
-      "s1",
-      "t1",
-      null,
-      hostPathsOf(session("s1")),
-    );
-    r.attach({ id: "thr", takeMcpStatusUpdates: () => pending.splice(0) } as never);
+    const pending: McpUpdate[] = [];
+    const r = recorder(pending);
     // (arrives between the attach and the turn's stream: only the thread has it)
     pending.push({ name: "demo", status: "ready", error: null });
     r.record(started(command("c1")));
