@@ -7,7 +7,6 @@
  * runs with the rest.
  */
 import {
-  type ConfinementReport,
   type ContainerSize,
   limitsForSize,
   type SandboxLimits,
@@ -82,10 +81,6 @@ export class LocalLimits {
       );
     }
     return local;
-  }
-
-  report(): ConfinementReport {
-    return this.confinement.report();
   }
 
   /** Calls `fn` with the processes killed for memory and the forks refused at the pids limit, in any group. */
