@@ -456,7 +456,7 @@ describe("an instance dies", () => {
     proxy.cut();
     // The owner process lives on, but it must stop its engines (and so the command) by itself.
     await waitFor(() => !isAlive(commandPid), 20_000, "the zombie's command to be stopped");
-    expect(owner.child.exitCode).toBeNull();
+    expect(owner.child.exitCode, `the owner exited: ${owner.stderr().slice(-3000)}`).toBeNull();
     // A load balancer's health check sends requests elsewhere meanwhile.
     const health = await fetch(`${owner.url}/health`);
     expect(health.status).toBe(503);
