@@ -92,7 +92,7 @@ module.exports = {
         "the SDK, the mock model, the testkit, the egress proxy and the sandbox never import the server",
       severity: "error",
       from: { path: "^packages/(codex|mock-model|testkit)/|^packages/(egress|sandbox)/src/" },
-      to: { path: ["^packages/server/", "^@codex-agent-api/server"] },
+      to: { path: ["^packages/server/", "^codex-agent-api$"] },
     },
   ],
   options: {

@@ -11,7 +11,7 @@ import {
   type SessionRecord,
   SqliteStore,
   type TurnRecord,
-} from "@codex-agent-api/server";
+} from "codex-agent-api";
 
 const USAGE = {
   input_tokens: 10,

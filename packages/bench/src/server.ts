@@ -21,7 +21,7 @@ import {
 } from "./proc.js";
 
 /** The server's CLI: this workspace's build, unless `setServerCli` chose another (e.g. a patched copy). */
-let cliPath = join(dirname(fileURLToPath(import.meta.resolve("@codex-agent-api/server"))), "cli.js");
+let cliPath = join(dirname(fileURLToPath(import.meta.resolve("codex-agent-api"))), "cli.js");
 
 export function setServerCli(path: string): void {
   cliPath = path;

@@ -4,22 +4,36 @@
  * to index.html. Without a build, /console says how to make one.
  */
 import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import fastifyStatic from "@fastify/static";
 import { notFound } from "../../kernel/errors.js";
 import type { App } from "../app-types.js";
 
-/** packages/console/dist, next to this package in the workspace. */
-export const CONSOLE_DIR = join(dirname(fileURLToPath(import.meta.url)), "../../../../console/dist");
+/**
+ * The console package's build (`@codex-agent-api/console`'s dist: packages/console/dist in the workspace, the
+ * installed package's otherwise), or null when that package is not installed.
+ */
+export const CONSOLE_DIR = consoleDir();
+
+function consoleDir(): string | null {
+  try {
+    return join(
+      dirname(createRequire(import.meta.url).resolve("@codex-agent-api/console/package.json")),
+      "dist",
+    );
+  } catch {
+    return null;
+  }
+}
 
 /** The console page may run its own scripts and styles only, and talk to this origin only. */
 const CSP =
   "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; " +
   "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
-export function consoleRoutes(app: App, dir = CONSOLE_DIR): void {
-  if (!existsSync(join(dir, "index.html"))) {
+export function consoleRoutes(app: App, dir: string | null = CONSOLE_DIR): void {
+  if (!dir || !existsSync(join(dir, "index.html"))) {
     app.get("/console", async () => {
       throw notFound("The console is not built: run `npm run build` (or `npm start`, which builds it)");
     });
