@@ -4,7 +4,7 @@ import { KeyService } from "../domain/keys.js";
 import { systemClock } from "../kernel/clock.js";
 import { ApiError } from "../kernel/errors.js";
 import { type DirLock, DirLockedError, lockDirectory } from "./dir-lock.js";
-import { doctor, formatReport } from "./doctor.js";
+import { doctor, formatReport, startUpChecks } from "./doctor.js";
 import { createLogger, openStore, startService } from "./service.js";
 
 const KEYS_USAGE = `Usage:
@@ -113,9 +113,22 @@ async function serve(argv: string[]): Promise<number> {
     },
     "codex-agent-api listening",
   );
-  if (config.provider.kind !== "mock" && !config.provider.apiKey) {
-    logger.warn("OPENAI_API_KEY is not set: turns will fail until it is (or start with --mock-model)");
-  }
+  // What `doctor` would find wrong with this host and configuration, once the service listens (in the background:
+  // serving does not wait for it); nothing when all is well.
+  void startUpChecks(config).then(
+    (checks) => {
+      const wrong = checks.filter((c) => c.status !== "ok");
+      for (const c of wrong) {
+        const entry = { check: c.name, detail: c.detail, ...(c.fix ? { fix: c.fix } : {}) };
+        if (c.status === "error") logger.error(entry, `doctor: ${c.name}`);
+        else logger.warn(entry, `doctor: ${c.name}`);
+      }
+      if (wrong.length)
+        logger.warn(`doctor: ${wrong.length} check(s) not ok; \`codex-agent-api doctor\` tells more`);
+      else logger.info({ checks: checks.length }, "doctor: start-up checks ok");
+    },
+    (err: unknown) => logger.warn({ err: String(err) }, "doctor: the start-up checks failed"),
+  );
   const code = await new Promise<number>((resolve) => {
     const shutdown = (signal: NodeJS.Signals) => {
       logger.info({ signal }, "shutting down");
@@ -135,7 +148,9 @@ async function serve(argv: string[]): Promise<number> {
   return code;
 }
 
-async function main(argv: string[]): Promise<number> {
+async function main(args: string[]): Promise<number> {
+  // `codex-agent-api --mock-model …` is `codex-agent-api serve --mock-model …`: options first mean serve.
+  const argv = args[0]?.startsWith("-") && !["--help", "-h"].includes(args[0]) ? ["serve", ...args] : args;
   const [command, ...rest] = argv;
   if (!command || command === "--help" || command === "-h" || command === "help") {
     process.stdout.write(`${usage()}\n${KEYS_USAGE}\n${DOCTOR_USAGE}`);

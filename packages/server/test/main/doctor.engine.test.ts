@@ -110,3 +110,47 @@ describe("codex-agent-api doctor", () => {
     }
   });
 });
+
+describe("the start-up summary", () => {
+  const doctorLines = (server: { logs(): Array<Record<string, unknown>> }) =>
+    server.logs().filter((l) => String(l.msg).startsWith("doctor:"));
+
+  it("a healthy start logs that the checks passed, and nothing else of the doctor's", async () => {
+    const server = await startCliServer(scratch());
+    try {
+      await waitFor(
+        () => doctorLines(server).some((l) => l.msg === "doctor: start-up checks ok"),
+        60_000,
+        "the start-up checks",
+      );
+      expect(doctorLines(server).map((l) => l.msg)).toEqual(["doctor: start-up checks ok"]);
+    } finally {
+      server.child.kill("SIGTERM");
+      await server.exited;
+    }
+  });
+
+  it("a start with an unreachable model serves, and logs the doctor's error with what to do", async () => {
+    const port = await closedPort();
+    const server = await startCliServer(scratch(), [], {}, { modelUrl: `http://127.0.0.1:${port}/v1` });
+    try {
+      // (modelUrl sets a dummy key; the model is unreachable: an error, yet the service serves)
+      const model = await waitFor(
+        () => doctorLines(server).find((l) => l.check === "model"),
+        60_000,
+        "the doctor's model line",
+      );
+      expect(model).toMatchObject({ level: 50, detail: expect.stringMatching(/ECONNREFUSED/) });
+      expect(model?.fix).toMatch(/OPENAI_BASE_URL/);
+      await waitFor(
+        () => doctorLines(server).some((l) => /1 check\(s\) not ok/.test(String(l.msg))),
+        10_000,
+        "the summary line",
+      );
+      expect((await fetch(`${server.url}/health`)).status).toBe(200);
+    } finally {
+      server.child.kill("SIGTERM");
+      await server.exited;
+    }
+  });
+});

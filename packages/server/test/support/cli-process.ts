@@ -38,6 +38,8 @@ export interface CliProcess {
 }
 
 export interface SpawnOptions {
+  /** Another build of the CLI (e.g. an installed package's `dist/cli.js`; default: this repository's). */
+  cli?: string;
   /** Run as this user (the test runner must be root). */
   uid?: number;
   gid?: number;
@@ -49,9 +51,9 @@ export function spawnCli(
   env: Record<string, string> = {},
   opts: SpawnOptions & { command?: string } = {},
 ): CliProcess {
-  if (!existsSync(cliPath)) throw new Error(`build the server first (npx tsc -b): ${cliPath} is missing`);
-  const { command = "serve", ...spawnOpts } = opts;
-  const child = spawn(process.execPath, [cliPath, command, ...args], {
+  const { command = "serve", cli = cliPath, ...spawnOpts } = opts;
+  if (!existsSync(cli)) throw new Error(`build the server first (npx tsc -b): ${cli} is missing`);
+  const child = spawn(process.execPath, [cli, command, ...args], {
     stdio: ["ignore", "pipe", "pipe"],
     env: cleanEnv(env),
     ...spawnOpts,
