@@ -1,6 +1,12 @@
-/** Reading tables: argv through node:util parseArgs (the spec made from the rows), then every row in table order. */
+/**
+ * Reading tables: argv through node:util parseArgs (the spec made from the rows), then every row in table order.
+ * Every variable a row reads may instead name a file that holds its value: `NAME_FILE=/run/secrets/x` (the
+ * convention of container secrets), read when `NAME` itself is not set.
+ */
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { type ParseArgsConfig, parseArgs } from "node:util";
-import type { ConfigOf, Get, Option, Table } from "./option.js";
+import { ConfigError, type ConfigOf, type Get, type Option, type Table } from "./option.js";
 
 type ParseSpec = NonNullable<ParseArgsConfig["options"]>;
 
@@ -42,9 +48,10 @@ export function reader<const Ts extends readonly Table[]>(
       }
     }
   }
-  return (argv, env, cwd) => {
+  const variables = [...new Set(tables.flatMap((t) => Object.values(t.rows).flatMap((o) => o.env)))];
+  return (argv, rawEnv, cwd) => {
     const { values } = parseArgs({ args: argv, options: spec, strict: true, allowPositionals: false });
-    const sources = { flags: values, env, cwd };
+    const sources = { flags: values, env: withFileVariables(rawEnv, variables, cwd), cwd };
     const known = new Map<Option<unknown, boolean>, { value: unknown } | "reading">();
     const get: Get = <T>(option: Option<T, boolean>): T => {
       const k = known.get(option);
@@ -67,4 +74,30 @@ export function reader<const Ts extends readonly Table[]>(
     for (const t of tables) for (const check of t.checks) check(get);
     return config as ConfigOf<Ts>;
   };
+}
+
+/**
+ * `env` with each of `names` that is unset but has a `NAME_FILE` set to the content of that file (its trailing line
+ * break dropped). A file that cannot be read is a ConfigError naming the variable; an empty file is an empty value.
+ */
+export function withFileVariables(
+  env: NodeJS.ProcessEnv,
+  names: readonly string[],
+  cwd: string,
+): NodeJS.ProcessEnv {
+  let out: NodeJS.ProcessEnv | null = null;
+  for (const name of names) {
+    const file = env[`${name}_FILE`];
+    if (file === undefined || file === "" || env[name] !== undefined) continue;
+    let content: string;
+    try {
+      content = readFileSync(resolve(cwd, file), "utf8");
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? String(err);
+      throw new ConfigError(`${name}_FILE: cannot read ${file} (${code})`);
+    }
+    out ??= { ...env };
+    out[name] = content.replace(/\r?\n$/, "");
+  }
+  return out ?? env;
 }

@@ -1,7 +1,8 @@
 /** The usage text, from the tables: each row's flag and argument, its help lines in a column beside them. */
 import type { Table } from "./option.js";
 
-const HEADER = "Usage: codex-agent-api serve [options]\n\nOptions (environment variable in brackets):\n";
+const HEADER =
+  "Usage: codex-agent-api [serve] [options]   (serve is the default command)\n\nOptions (environment variable in brackets):\n";
 /** Where help lines start; a longer flag and argument go on a line of their own. */
 const COLUMN = 29;
 

@@ -2,7 +2,9 @@
 // environments (every option at least once, every alias, the precedence of flags over the environment, the values
 // derived from others, and every error message). They were recorded from the loader as it was before the option
 // tables, and the tables must reproduce them exactly: a change here is a change users see.
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { ConfigError, loadConfig, usage } from "../../src/config/load.js";
 import { TABLES } from "../../src/config/tables/index.js";
@@ -394,5 +396,50 @@ describe("the tables and the documentation", () => {
     expect(() => loadConfig(["--host", "0.0.0.0", "--checkpoint-keep", "x"], {}, CWD)).toThrow(
       /^--checkpoint-keep /,
     );
+  });
+});
+
+describe("values from files (NAME_FILE)", () => {
+  const withDir = (fn: (dir: string) => void) => {
+    const dir = mkdtempSync(join(tmpdir(), "cas-config-file-"));
+    try {
+      fn(dir);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+
+  test("a variable's value comes from the file its _FILE names, without the trailing line break", () => {
+    withDir((dir) => {
+      writeFileSync(join(dir, "token"), "s3cret-from-file\n");
+      writeFileSync(join(dir, "db"), "postgres://agents:pw@db:5432/agents\r\n");
+      const config = loadConfig(
+        [],
+        { AGENT_API_TOKEN_FILE: join(dir, "token"), DATABASE_URL_FILE: "db", HOST: "0.0.0.0" },
+        dir,
+      );
+      expect(config.token).toBe("s3cret-from-file");
+      expect(config.databaseUrl).toBe("postgres://agents:pw@db:5432/agents");
+    });
+  });
+
+  test("the variable itself and the flag win over its file; a missing file is an error naming the variable", () => {
+    withDir((dir) => {
+      writeFileSync(join(dir, "token"), "from-file");
+      const env = { AGENT_API_TOKEN_FILE: join(dir, "token"), AGENT_API_TOKEN: "from-env" };
+      expect(loadConfig([], env, dir).token).toBe("from-env");
+      expect(
+        loadConfig(["--token", "from-flag"], { AGENT_API_TOKEN_FILE: join(dir, "token") }, dir).token,
+      ).toBe("from-flag");
+      expect(() => loadConfig([], { OPENAI_API_KEY_FILE: join(dir, "nope") }, dir)).toThrow(ConfigError);
+      expect(() => loadConfig([], { OPENAI_API_KEY_FILE: join(dir, "nope") }, dir)).toThrow(
+        /^OPENAI_API_KEY_FILE: cannot read .*nope \(ENOENT\)/,
+      );
+    });
+  });
+
+  test("AGENT_INSECURE_NO_AUTH=1 is --insecure-no-auth", () => {
+    expect(() => loadConfig(["--host", "0.0.0.0"], {}, CWD)).toThrow(ConfigError);
+    expect(loadConfig(["--host", "0.0.0.0"], { AGENT_INSECURE_NO_AUTH: "1" }, CWD).token).toBeNull();
   });
 });

@@ -172,7 +172,7 @@ test("the usage layout: help in a column, long flags on a line of their own, var
   });
   expect(usageOf([t])).toBe(
     [
-      "Usage: codex-agent-api serve [options]",
+      "Usage: codex-agent-api [serve] [options]   (serve is the default command)",
       "",
       "Options (environment variable in brackets):",
       "  --a <n>                    first line",

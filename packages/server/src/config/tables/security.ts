@@ -16,7 +16,8 @@ const token = value({
 });
 const insecureNoAuth = toggle({
   flag: "insecure-no-auth",
-  help: "allow a non-loopback bind without a token",
+  env: "AGENT_INSECURE_NO_AUTH",
+  help: "allow a non-loopback bind without a token (AGENT_INSECURE_NO_AUTH=1)",
 });
 const extraHosts = list({
   flag: "allowed-host",
