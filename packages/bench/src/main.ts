@@ -15,6 +15,7 @@ import { checkpoints } from "./scenarios/checkpoints.js";
 import { cluster } from "./scenarios/cluster.js";
 import { fanout } from "./scenarios/fanout.js";
 import { footprint } from "./scenarios/footprint.js";
+import { install } from "./scenarios/install.js";
 import { replayLog } from "./scenarios/replay.js";
 import { restart } from "./scenarios/restart.js";
 import { sandboxes } from "./scenarios/sandboxes.js";
@@ -40,6 +41,7 @@ const SCENARIOS: Scenario[] = [
   checkpoints,
   slowConsumers,
   sandboxes,
+  install,
 ];
 /** Scenarios that use the shared turn rig: it is closed once the last of them has run. */
 const RIG_USERS = new Set(["1", "2", "3", "10"]);
@@ -54,7 +56,7 @@ const USAGE = `Usage: npm run bench -- [--quick] [--json <path>] [--only <ids>]
 
   --quick        smaller samples (finishes in under 2 minutes on 2 cores)
   --json <path>  also write every result as JSON
-  --only <ids>   comma-separated scenario ids (1-10, 12-15)
+  --only <ids>   comma-separated scenario ids (1-10, 12-16)
   --profile-server <dir>
                  run every server process with --cpu-prof, writing .cpuprofile files to <dir>
   --server-cli <path>
