@@ -15,6 +15,8 @@ export const IMAGE_STAMP_LABEL = "io.codex-agent-api.sandbox.stamp";
 const packageDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 /** The image build script (bash; run as root). */
 export const IMAGE_BUILD_SCRIPT = join(packageDir, "scripts", "build-image.sh");
+/** The root-filesystem functions the build script sources (part of the image's content stamp). */
+const ROOTFS_LIBRARY = join(packageDir, "scripts", "rootfs.sh");
 const PACKAGE_LIST = join(packageDir, "image", "packages.txt");
 
 function packageVersion(): string {
@@ -128,10 +130,11 @@ export function codexVendorDir(): string {
   return dirname(dirname(resolveCodexBinary()));
 }
 
-/** The content stamp the build script gives an image made from this package's script and package list. */
+/** The content stamp the build script gives an image made from this package's scripts and package list. */
 export async function expectedImageStamp(): Promise<string | null> {
   try {
     const script = await readFile(IMAGE_BUILD_SCRIPT);
+    const library = await readFile(ROOTFS_LIBRARY);
     const list = await readFile(PACKAGE_LIST, "utf8");
     const names = [
       ...new Set(
@@ -145,6 +148,7 @@ export async function expectedImageStamp(): Promise<string | null> {
     const suite = process.env.SANDBOX_IMAGE_SUITE ?? "bookworm";
     const hash = createHash("sha256")
       .update(script)
+      .update(library)
       .update(`${names.join(",")}\n${suite}\n${arch}\n`);
     return hash.digest("hex").slice(0, 32);
   } catch {

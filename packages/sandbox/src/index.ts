@@ -6,6 +6,7 @@ export { SandboxError, type SandboxErrorCode } from "./errors.js";
 export {
   type CgroupVersion,
   codexVendorDir,
+  containerUlimits,
   DEFAULT_IMAGE,
   doctor,
   expectedImageStamp,
