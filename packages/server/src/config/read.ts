@@ -48,7 +48,9 @@ export function reader<const Ts extends readonly Table[]>(
       }
     }
   }
-  const variables = [...new Set(tables.flatMap((t) => Object.values(t.rows).flatMap((o) => o.env)))];
+  const declared = new Set(tables.flatMap((t) => Object.values(t.rows).flatMap((o) => o.env)));
+  // (a variable whose NAME_FILE is an option of its own, AGENT_SECRET_KEY_FILE, keeps that option's meaning)
+  const variables = [...declared].filter((name) => !declared.has(`${name}_FILE`));
   return (argv, rawEnv, cwd) => {
     const { values } = parseArgs({ args: argv, options: spec, strict: true, allowPositionals: false });
     const sources = { flags: values, env: withFileVariables(rawEnv, variables, cwd), cwd };

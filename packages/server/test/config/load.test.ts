@@ -438,6 +438,15 @@ describe("values from files (NAME_FILE)", () => {
     });
   });
 
+  test("a _FILE that is an option of its own keeps its meaning (AGENT_SECRET_KEY_FILE: the key file's path)", () => {
+    withDir((dir) => {
+      writeFileSync(join(dir, "key"), `${Buffer.alloc(32, 1).toString("base64")}\n`);
+      const config = loadConfig([], { AGENT_SECRET_KEY_FILE: join(dir, "key") }, dir);
+      expect(config.secretKeyFile).toBe(join(dir, "key"));
+      expect(config.secretKey).toBeNull();
+    });
+  });
+
   test("AGENT_INSECURE_NO_AUTH=1 is --insecure-no-auth", () => {
     expect(() => loadConfig(["--host", "0.0.0.0"], {}, CWD)).toThrow(ConfigError);
     expect(loadConfig(["--host", "0.0.0.0"], { AGENT_INSECURE_NO_AUTH: "1" }, CWD).token).toBeNull();
