@@ -12,6 +12,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { containerUlimits } from "@codex-agent-api/sandbox";
 import type { Context, Scenario } from "../context.js";
 import { type Cleanup, freePort, now, sleep } from "../proc.js";
 import { median, type Row, sampleRow } from "../stats.js";
@@ -159,6 +160,7 @@ export const install: Scenario = {
       const { dir } = ctx.cleanup.tempDir("image-pack");
       await run("bash", [join(repo, "scripts/pack.sh"), "--built", dir], { cwd: repo });
       const image = await serviceImage(dir);
+      const ulimits = containerUlimits();
       ways.push({
         name: "podman run (image)",
         start: (port) =>
@@ -170,6 +172,10 @@ export const install: Scenario = {
               "--runtime",
               "runc",
               "--cgroup-manager=cgroupfs",
+              "--ulimit",
+              `nofile=${ulimits.nofile}:${ulimits.nofile}`,
+              "--ulimit",
+              `nproc=${ulimits.nproc}:${ulimits.nproc}`,
               "-p",
               `127.0.0.1:${port}:9000`,
               "-e",

@@ -7,6 +7,7 @@ import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { processesUsing } from "@codex-agent-api/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanEnv, repoRoot } from "../support/cli-process.js";
 import { cleanup, waitFor } from "../support/fixture.js";
@@ -46,10 +47,18 @@ beforeAll(async () => {
 }, INSTALL_MS + 60_000);
 
 afterAll(async () => {
-  if (server && server.exitCode === null) {
-    const exited = new Promise((r) => server!.once("exit", r));
-    server.kill("SIGTERM");
-    await exited;
+  if (server?.pid) {
+    // npx runs the service as a grandchild: the whole process group goes, and the engines the service started.
+    if (server.exitCode === null) {
+      const exited = new Promise((r) => server!.once("exit", r));
+      process.kill(-server.pid, "SIGTERM");
+      await exited;
+    }
+    await waitFor(
+      () => processesUsing(dir).length === 0,
+      20_000,
+      "the installed service and its engines to exit",
+    );
   }
   if (dir) cleanup(dir);
 });
