@@ -78,8 +78,9 @@ beforeAll(async () => {
 }, BUILD_MS);
 
 afterAll(async () => {
-  await podmanResult("rm", "-f", "-t", "0", name);
-  await podmanResult("rm", "-f", "-t", "0", `${name}-notoken`);
+  // (-v: the anonymous /data volume of the container run without one goes too)
+  await podmanResult("rm", "-f", "-v", "-t", "0", name);
+  await podmanResult("rm", "-f", "-v", "-t", "0", `${name}-notoken`);
   await podmanResult("volume", "rm", "-f", volume);
   if (secrets) cleanup(secrets);
 });
