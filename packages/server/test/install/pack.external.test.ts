@@ -47,21 +47,34 @@ beforeAll(async () => {
 }, INSTALL_MS + 60_000);
 
 afterAll(async () => {
-  if (server?.pid) {
-    // npx runs the service as a grandchild: the whole process group goes, and the engines the service started.
-    try {
-      process.kill(-server.pid, "SIGTERM");
-    } catch (err) {
-      // (the group is gone already)
-      if ((err as NodeJS.ErrnoException).code !== "ESRCH") throw err;
+  if (dir) {
+    // npx runs the service as a grandchild (npx → npm exec → sh → node → engine), and npx itself need not stay its
+    // parent: every process that runs from the install or on its data goes, the service first (it stops its engines).
+    const running = () => processesUsing(dir);
+    const services = running().filter((p) => p.cmdline.includes("/.bin/codex-agent-api"));
+    for (const p of services.length ? services : running()) {
+      try {
+        process.kill(p.pid, "SIGTERM");
+      } catch {
+        // gone meanwhile
+      }
     }
     await waitFor(
-      () => processesUsing(dir).length === 0,
+      () => running().length === 0,
       20_000,
       "the installed service and its engines to exit",
-    );
+    ).catch((err: unknown) => {
+      for (const p of running()) {
+        try {
+          process.kill(p.pid, "SIGKILL");
+        } catch {
+          // gone meanwhile
+        }
+      }
+      throw err;
+    });
+    cleanup(dir);
   }
-  if (dir) cleanup(dir);
 });
 
 describe("npm packages", () => {
