@@ -16,6 +16,7 @@ export type Config = ConfigOf<typeof TABLES>;
 export type GoalLimits = Config["goals"];
 export type CheckpointSettings = Config["checkpoints"];
 export type EnvironmentSettings = Config["environments"];
+export type RepositorySettings = Config["repositories"];
 export type FileSettings = Config["files"];
 
 const read = reader(TABLES);

@@ -18,6 +18,7 @@ import { GoalService } from "../domain/goals/service.js";
 import { KeyWatch } from "../domain/key-watch.js";
 import { KeyService } from "../domain/keys.js";
 import { MessageService } from "../domain/messages.js";
+import { RepositoryService } from "../domain/repositories/service.js";
 import { SandboxEngines } from "../domain/sandboxes/engines.js";
 import { sandboxNetworkOf } from "../domain/sandboxes/policy.js";
 import { ContainerWorkspaces, LocalWorkspaces, type Workspaces } from "../domain/sandboxes/workspaces.js";
@@ -42,6 +43,7 @@ import type { Cluster, Rollouts } from "../platform/cluster/types.js";
 import { engineSearchPath } from "../platform/engine/codex-home.js";
 import type { LocalLimits } from "../platform/engine/local-limits.js";
 import type { Engines } from "../platform/engine/types.js";
+import { Mirrors } from "../platform/git-mirror/mirrors.js";
 import { OutboundGuard } from "../platform/net/outbound-guard.js";
 import type { Sandboxes } from "../platform/sandbox/sandboxes.js";
 import { StreamClients } from "../platform/stream/clients.js";
@@ -96,8 +98,10 @@ export interface Core {
   checkpoints: CheckpointService;
   /** Environments this server prepares for sessions (official `openai_hosted`), their files and templates. */
   environments: EnvironmentService;
-  /** Vaults and their credentials (MCP servers' authorization, environment variables). */
+  /** Vaults and their credentials (MCP servers' authorization, environment variables, git). */
   vaults: VaultService;
+  /** Repositories environments start from: mirrors, checkouts, commits, pushes and diffs. */
+  repositories: RepositoryService;
   /** Where the service and its engines may connect on a client's behalf (webhooks, MCP servers, token endpoints). */
   outbound: OutboundGuard;
   /** Uploaded files (the official Files API), per project. */
@@ -131,7 +135,7 @@ export function createCore(config: Config, infra: Infrastructure): Core {
         logger,
       })
     : infra.engines;
-  const { environments, vaults, engines } = environmentsAndVaults(config, {
+  const { environments, vaults, engines, repositories } = environmentsAndVaults(config, {
     ...infra,
     engines: sandboxed,
     clock,
@@ -201,6 +205,8 @@ export function createCore(config: Config, infra: Infrastructure): Core {
     workspaces,
   });
   runner.use(checkpoints.turnHooks());
+  // After the checkpoint of the same engine turn: an output commits what that checkpoint recorded.
+  runner.use({ afterEngineTurn: (s, t) => repositories.afterEngineTurn(s, t) });
   sessions.use(checkpoints.sessionHooks());
   sessions.use({
     afterDelete: async (s) => {
@@ -232,6 +238,7 @@ export function createCore(config: Config, infra: Infrastructure): Core {
     checkpoints,
     environments,
     vaults,
+    repositories,
     outbound,
     files,
     sandboxes,
@@ -395,6 +402,21 @@ function environmentsAndVaults(
     allowEnvCredentials: config.environments.allowEnvCredentials,
     outbound,
   });
+  const repositories = new RepositoryService({
+    settings: config.repositories,
+    mirrors: new Mirrors({
+      dir: config.repositories.dir,
+      maxBytes: config.repositories.maxBytes,
+      totalMaxBytes: config.repositories.mirrorsMaxBytes,
+      timeoutMs: config.repositories.timeoutSeconds * 1000,
+    }),
+    guard: outbound,
+    hub,
+    clock,
+    logger,
+    gitAuth: (project, id, url, where) => vaults.gitAuth(project, id, url, where),
+    environment: async (id) => (await store.getEnvironment(id)) ?? null,
+  });
   const provisioner = new Provisioner({
     engines: deps.engines,
     settings: config.environments,
@@ -411,6 +433,7 @@ function environmentsAndVaults(
     keyring,
     vaults,
     provisioner,
+    repositories,
     files,
     instanceId: cluster.instanceId,
     workspaces,
@@ -423,5 +446,5 @@ function environmentsAndVaults(
     outbound,
     waitMs: config.turnTimeoutSeconds * 1000,
   });
-  return { environments, vaults, engines };
+  return { environments, vaults, engines, repositories };
 }

@@ -119,7 +119,31 @@ export interface SubagentRecord {
 }
 
 /** An item of a session's history: the engine's, or one of this server's own. */
-export type StoredItem = ThreadItem | ClientToolResultItem;
+export type StoredItem = ThreadItem | ClientToolResultItem | RepositoryOutputItem;
+
+/**
+ * What the service committed (and pushed) of a repository of the session's environment: this server's own item,
+ * written with the `repository.output` event. `push`: pushed to the remote, failed (`error` says why; the commit
+ * stays in the service's record and the workspace's files are untouched), or not asked for.
+ */
+export interface RepositoryOutputItem {
+  type: "repositoryOutput";
+  id: string;
+  /** Its place in the environment's `repositories`. */
+  repository: number;
+  url: string;
+  /** Official path of the repository's root (`/workspace…`). */
+  path: string;
+  branch: string;
+  commit: string;
+  /** The commit it follows (the base, or the previous output), and the base the session started from. */
+  parent: string;
+  base: string;
+  message: string;
+  stats: { files: number; insertions: number; deletions: number };
+  push: "pushed" | "failed" | "not_requested";
+  error: string | null;
+}
 
 export interface TurnError {
   code: string;
@@ -223,7 +247,9 @@ export type LogEvent =
    * A workspace checkpoint was recorded (the checkpoint itself lives in the checkpoint store). `official`: the
    * official dialect shows it too (an extension event strict SDK clients do not know: the operator's choice).
    */
-  | { type: "checkpoint.created"; data: { checkpoint: CheckpointSummary; official: boolean } };
+  | { type: "checkpoint.created"; data: { checkpoint: CheckpointSummary; official: boolean } }
+  /** The service committed a repository's changes (and pushed them): the item says what and where. */
+  | { type: "repository.output"; data: { item: RepositoryOutputItem } };
 
 /** A workspace checkpoint as the event log tells of it. */
 export interface CheckpointSummary {
@@ -547,8 +573,31 @@ export interface EnvironmentPackages {
 }
 
 /** An environment's configuration as it may be shown: never env values, setup commands or file contents. */
+/** A repository an environment starts from (its `repositories`: this server's extension). */
+export interface RepositorySource {
+  /** As the client wrote it (https, http, git, or a path when the operator allows). */
+  url: string;
+  /** Branch, tag or full commit id; null: the remote's default branch. */
+  ref: string | null;
+  /** Official path of its root: `/workspace` or `/workspace/…`. */
+  path: string;
+  depth: number | null;
+  /** A `git_http` vault credential of the project (its id), or null. */
+  credential: string | null;
+  output: RepositoryOutputSetting | null;
+}
+
+/** Commit the workspace's changes after every turn onto `branch` (default `codex/<session id>`), and push them. */
+export interface RepositoryOutputSetting {
+  type: "branch";
+  branch: string | null;
+  push: boolean;
+}
+
 export interface EnvironmentConfig {
   capability_directories: string[];
+  /** Absent on environments stored before repositories existed. */
+  repositories?: RepositorySource[];
   files: EnvironmentFileInfo[];
   network: EnvironmentNetwork;
   packages: EnvironmentPackages;
@@ -590,6 +639,8 @@ export interface EnvironmentTemplateConfig {
   network: EnvironmentNetwork | null;
   packages: EnvironmentPackages;
   desktop: { enabled: boolean } | null;
+  /** null or absent: none given (a session's inline ones, if any, apply). */
+  repositories?: RepositorySource[] | null;
 }
 
 export interface EnvironmentTemplateRecord {
@@ -615,7 +666,8 @@ export interface VaultRecord {
   status: VaultStatus;
 }
 
-export type CredentialAuthType = "mcp_oauth" | "static_bearer" | "environment_variable";
+/** `git_http`: this server's extension, a user name and password (or token) for git over HTTP(S). */
+export type CredentialAuthType = "mcp_oauth" | "static_bearer" | "environment_variable" | "git_http";
 
 export interface VaultCredentialRecord {
   id: string;

@@ -10,6 +10,7 @@ import { files } from "./files.js";
 import { goals } from "./goals.js";
 import { logging } from "./logging.js";
 import { model } from "./model.js";
+import { repositories } from "./repositories.js";
 import { sandboxes } from "./sandboxes.js";
 import { security } from "./security.js";
 import { server } from "./server.js";
@@ -32,6 +33,7 @@ export const TABLES = [
   goals,
   checkpoints,
   environments,
+  repositories,
   files,
   vaults,
 ] as const;

@@ -2,6 +2,7 @@ import { type App, dialectPlugin } from "../../http/app-types.js";
 import type { Core } from "../../main/compose.js";
 import { checkpointRoutes } from "../shared/checkpoints.js";
 import { goalRoutes } from "../shared/goal.js";
+import { repositoryRoutes } from "../shared/repositories.js";
 import { agentRoutes } from "./agents.js";
 import { artifactRoutes } from "./artifacts.js";
 import { sessionRoutes } from "./sessions.js";
@@ -19,4 +20,5 @@ export const legacyPlugin = (core: Core, borrowed: (app: App) => void) =>
     goalRoutes(app, core);
     borrowed(app);
     checkpointRoutes(app, core, "template");
+    repositoryRoutes(app, core);
   });

@@ -16,6 +16,7 @@ import type {
 import type { EndReason } from "../../platform/stream/clients.js";
 import { checkpointEventObject } from "../shared/render/checkpoint.js";
 import { goalObject } from "../shared/render/goal.js";
+import { repositoryOutputFields } from "../shared/render/repository.js";
 import { toExecItem } from "./render/exec-items.js";
 
 export { HIDDEN_ITEM_TYPES } from "./render/exec-items.js";
@@ -156,6 +157,16 @@ export function renderEvent(e: EventRecord): SseFrame | null {
           session_id,
           turn_id: e.turn_id ?? e.data.checkpoint.turn_id,
           checkpoint: checkpointEventObject(e.data.checkpoint),
+        },
+      };
+    case "repository.output":
+      return {
+        event: "agent.session.repository.output",
+        data: {
+          type: "agent.session.repository.output",
+          session_id,
+          turn_id: e.turn_id,
+          output: { id: e.data.item.id, ...repositoryOutputFields(e.data.item) },
         },
       };
     case "goal.updated":

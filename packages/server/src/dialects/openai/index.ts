@@ -2,6 +2,7 @@ import { dialectPlugin } from "../../http/app-types.js";
 import type { Core } from "../../main/compose.js";
 import { checkpointRoutes } from "../shared/checkpoints.js";
 import { goalRoutes } from "../shared/goal.js";
+import { repositoryRoutes } from "../shared/repositories.js";
 import { agentRoutes } from "./agents.js";
 import { artifactRoutes } from "./artifacts.js";
 import { automationRoutes } from "./automations.js";
@@ -28,4 +29,5 @@ export const openaiPlugin = (core: Core) =>
     // (served whatever the dialect header, too: the SDK's Files API methods send none)
     fileRoutes(app, core);
     checkpointRoutes(app, core, "openai");
+    repositoryRoutes(app, core);
   });

@@ -2,6 +2,7 @@
  * The official OpenAI Agents API wire format (requests with `OpenAI-Beta: agents=v1`), as the `openai` npm SDK
  * 7.55.0 reads it: `agent.session` objects, cursor pages, `agent.session.turn.*` events with `event_id`.
  */
+
 import type {
   Agent,
   AgentFunctionCallStatus,
@@ -44,6 +45,7 @@ import { environmentRoot } from "../../platform/workspace/environment-paths.js";
 import type { Page } from "../../store/types.js";
 import { checkpointEventObject } from "../shared/render/checkpoint.js";
 import { goalObject } from "../shared/render/goal.js";
+import { repositoryOutputFields } from "../shared/render/repository.js";
 import { toolResultOutput } from "../shared/render/tool-output.js";
 import { environmentEventObject, hostedEnvironmentObject } from "./render/environments.js";
 
@@ -383,6 +385,14 @@ export function toOfficialItem(
         status: "completed",
       };
     }
+    case "repositoryOutput":
+      // This server's extension (not in the SDK's item union): what the service committed and pushed.
+      return {
+        ...base,
+        type: "repository_output",
+        ...repositoryOutputFields(raw),
+        status: "completed",
+      } as unknown as AgentSessionItem;
     case "webSearch":
       return {
         ...base,
@@ -668,6 +678,17 @@ export function renderEvent(e: EventRecord, agentId: string): AgentSessionEvent[
           session_id,
           turn_id,
           goal: e.data.goal ? goalObject(e.data.goal, e.created_at) : null,
+        } as unknown as AgentSessionEvent,
+      ];
+    case "repository.output":
+      // This server's extension (not in the SDK's event union).
+      return [
+        {
+          type: "agent.session.repository.output",
+          event_id: event_id(),
+          session_id,
+          turn_id,
+          output: { id: e.data.item.id, ...repositoryOutputFields(e.data.item) },
         } as unknown as AgentSessionEvent,
       ];
     case "checkpoint.created":

@@ -71,6 +71,11 @@ export interface ProvisionJob {
   logFile: string;
   /** The sandbox whose workspace `directory` is (the container backend): setup runs there. */
   sandboxId?: string | null;
+  /**
+   * Clones the environment's repositories into its directory (first, before its files), outside every sandbox:
+   * the service's git with the repositories' credentials (domain/repositories). null: none.
+   */
+  checkout?: (() => Promise<EnvironmentError | null>) | null;
   /** What the sandbox's egress endpoint puts in place of `extraEnv`'s placeholders. */
   substitutions?: SecretSubstitution[];
 }
@@ -172,6 +177,15 @@ export class Provisioner {
     mkdirSync(dirname(job.logFile), { recursive: true, mode: 0o700 });
     mkdirSync(directory, { recursive: true, mode: 0o700 });
     const log = (text: string) => appendFileSync(job.logFile, job.redact(text), { mode: 0o600 });
+    if (job.checkout) {
+      log("== repositories\n");
+      const error = await job.checkout();
+      if (error) {
+        log(`== repositories: ${error.message}\n`);
+        return { ok: false, error: { ...error, message: job.redact(error.message) } };
+      }
+      log("== repositories checked out\n");
+    }
     for (const [i, f] of spec.files.entries()) {
       try {
         await placeFile(directory, f);
@@ -190,7 +204,8 @@ export class Provisioner {
     // The directory as the commands see it (in a container: its workspace), and where they start from.
     const boxed = Boolean(job.sandboxId);
     // In a container, what the server wrote becomes the agent's (its commands run as a user of their own).
-    if (boxed && spec.files.length > 0) await this.deps.sandboxes?.handToAgent(job.sandboxId!);
+    if (boxed && (spec.files.length > 0 || job.checkout))
+      await this.deps.sandboxes?.handToAgent(job.sandboxId!);
     const root = boxed ? SANDBOX_CWD : directory;
     const layout = packageLayout(root, spec);
     const baseEnv: Record<string, string> = {

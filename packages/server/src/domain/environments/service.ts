@@ -45,6 +45,7 @@ import type {
 } from "../../store/types.js";
 import type { FileService } from "../files/service.js";
 import { ContentMissingError, copyContents } from "../files/storage.js";
+import type { RepositoryService } from "../repositories/service.js";
 import { SANDBOX_CWD } from "../sandboxes/paths.js";
 import { placeheld } from "../sandboxes/secrets.js";
 import type { Workspaces } from "../sandboxes/workspaces.js";
@@ -105,6 +106,8 @@ export interface EnvironmentDeps {
   keyring: Keyring;
   vaults: VaultService;
   provisioner: Provisioner;
+  /** Repositories environments start from (checked, cloned, forgotten with the environment). */
+  repositories: RepositoryService;
   /** Files API uploads (what `file_id` references name). */
   files: FileService;
   instanceId: string;
@@ -134,6 +137,10 @@ export const stateOf = (e: EnvironmentRecord): EnvironmentState => ({
 export class EnvironmentService {
   constructor(private readonly deps: EnvironmentDeps) {}
 
+  private get parseOptions() {
+    return { allowLocalRepositories: this.deps.config.repositories.allowLocal };
+  }
+
   // planning (validation happens before anything is made) -------------------------------------------------------
 
   /**
@@ -155,7 +162,7 @@ export class EnvironmentService {
         "environments_unavailable",
       );
     }
-    const inline = parsePartial(raw, where);
+    const inline = parsePartial(raw, where, this.parseOptions);
     let template: EnvironmentTemplateRecord | null = null;
     if (raw.environment_template_id !== undefined) {
       template = await this.template(scope, raw.environment_template_id, `${where}.environment_template_id`);
@@ -167,6 +174,7 @@ export class EnvironmentService {
       where,
     );
     await this.resolveFiles(scope, spec.files, where, template?.id ?? null);
+    await this.deps.repositories.check(scope.projectId, spec.repositories, `${where}.repositories`);
     checkEnforceable(
       spec,
       { systemInstaller: this.deps.config.environments.systemInstaller !== null, containers },
@@ -400,6 +408,11 @@ export class EnvironmentService {
       updated_at: this.deps.clock.now(),
       secrets: null,
     });
+    await this.deps.repositories
+      .forget(env.id, env.config.repositories?.length ?? 0)
+      .catch((err: unknown) =>
+        this.deps.logger.warn({ environment: env.id, err: String(err) }, "repository records not removed"),
+      );
     // A directory made for an environment ahead of its session (the session's own is removed with it).
     if (
       basename(env.directory) === env.id &&
@@ -473,6 +486,10 @@ export class EnvironmentService {
           extraEnv: held ? held.env : creds.env,
           substitutions: held?.substitutions ?? [],
           redact: (text) => redactValues(text, secretValues),
+          checkout:
+            spec.repositories.length > 0
+              ? () => this.deps.repositories.checkout(env, spec.repositories)
+              : null,
           logFile: join(this.deps.config.dataDir, "environments", env.id, "setup.log"),
           sandboxId,
         });
@@ -648,8 +665,9 @@ export class EnvironmentService {
 
   async createTemplate(scope: Scope, raw: unknown): Promise<EnvironmentTemplateRecord> {
     const input = parseWith(TemplateParam, raw, "");
-    const partial = parsePartial(input, "body");
+    const partial = parsePartial(input, "body", this.parseOptions);
     await this.resolveFiles(scope, partial.files, "body", null);
+    await this.deps.repositories.check(scope.projectId, partial.repositories ?? [], "body.repositories");
     const parts = templateParts(partial, input.desktop ?? null);
     const id = newObjectId("envtpl_");
     const now = this.deps.clock.now();
@@ -670,8 +688,9 @@ export class EnvironmentService {
   async updateTemplate(scope: Scope, id: string, raw: unknown): Promise<EnvironmentTemplateRecord> {
     const t = await this.template(scope, id, "environment_template_id");
     const input: TemplateInput = parseWith(TemplateParam, raw, "");
-    const given = parsePartial(input, "body");
+    const given = parsePartial(input, "body", this.parseOptions);
     await this.resolveFiles(scope, given.files, "body", id);
+    await this.deps.repositories.check(scope.projectId, given.repositories ?? [], "body.repositories");
     const has = (k: keyof TemplateInput) => Object.hasOwn(raw as object, k);
     const old = this.openTemplateSecrets(t) ?? { env: null, setup_commands: null, files: null };
     const current = templatePartial(t.config, old);
@@ -680,6 +699,7 @@ export class EnvironmentService {
       files: has("files") ? given.files : current.files,
       network: has("network") ? given.network : current.network,
       packages: has("packages") ? given.packages : current.packages,
+      repositories: has("repositories") ? given.repositories : current.repositories,
       setup_commands: has("setup_commands") ? given.setup_commands : current.setup_commands,
     };
     const parts = templateParts(nextPartial, has("desktop") ? (input.desktop ?? null) : t.config.desktop);

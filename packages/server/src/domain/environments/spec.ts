@@ -8,8 +8,12 @@
  * cannot be broadened.
  */
 import { z } from "zod";
-import { ApiError, badRequest } from "../../kernel/errors.js";
-import { ENVIRONMENT_ROOT } from "../../platform/workspace/environment-paths.js";
+import { badRequest } from "../../kernel/errors.js";
+import { unsupported, WORKSPACE_ROOT, workspaceDirectory, workspaceFilePath } from "./paths.js";
+
+export { unsupported, WORKSPACE_ROOT, workspaceDirectory, workspaceFilePath };
+
+import type { RepositorySource } from "../../model/records.js";
 import type {
   EnvironmentConfig,
   EnvironmentNetwork,
@@ -17,13 +21,7 @@ import type {
   EnvironmentTemplateConfig,
   TemplateFileInfo,
 } from "../../store/types.js";
-
-/** A 422 with a code naming what is not supported here. */
-export const unsupported = (message: string, param: string, code = "unsupported_environment_feature") =>
-  new ApiError("unprocessable", message, "ValueError", param, code);
-
-/** The official root of an environment's files (where clients see every session's files: environment-paths.ts). */
-export const WORKSPACE_ROOT = ENVIRONMENT_ROOT;
+import { parseRepositories, RepositoriesParam } from "../repositories/spec.js";
 
 const STD_BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
@@ -68,6 +66,8 @@ const ConfigFields = {
   network: NetworkParam.nullable().optional(),
   packages: PackagesParam.nullable().optional(),
   plugins: z.array(z.unknown()).nullable().optional(),
+  /** This server's extension: repositories cloned into the workspace (domain/repositories/spec.ts). */
+  repositories: RepositoriesParam.nullable().optional(),
   setup_commands: z.array(SetupCommandParam).max(100).nullable().optional(),
   skills: z.array(z.unknown()).nullable().optional(),
 };
@@ -135,6 +135,7 @@ export interface PartialSpec {
   files: FileSpec[] | null;
   network: EnvironmentNetwork | null;
   packages: EnvironmentPackages | null;
+  repositories: RepositorySource[] | null;
   setup_commands: SetupCommand[] | null;
 }
 
@@ -144,43 +145,9 @@ export interface EnvironmentSpec {
   files: FileSpec[];
   network: EnvironmentNetwork;
   packages: EnvironmentPackages;
+  repositories: RepositorySource[];
   setup_commands: SetupCommand[];
   environment_template_id: string | null;
-}
-
-/**
- * The official path rules for files (`/workspace/<path>`: no empty, `.` or `..` component, no backslash or NUL, not
- * the reserved `.codex`, `.managed-agents*` or `/workspace/outputs`), plus this server's own `.environment` (where
- * packages go). Returns the workspace-relative path.
- */
-export function workspaceFilePath(path: string, where: string): string {
-  const parts = path.split("/");
-  const root = parts[2] ?? "";
-  if (
-    !path.startsWith(`${WORKSPACE_ROOT}/`) ||
-    path.includes("\\") ||
-    path.includes("\0") ||
-    parts.slice(1).some((p) => p === "" || p === "." || p === "..") ||
-    root === ".codex" ||
-    root === ".environment" ||
-    root === ".managed-agents" ||
-    root.startsWith(".managed-agents-") ||
-    path === `${WORKSPACE_ROOT}/outputs` ||
-    path.length > 4096
-  ) {
-    throw badRequest(
-      `'${where}' must be a file path inside /workspace (like /workspace/src/app.py): no '.', '..' or empty ` +
-        "components, not under .codex, .environment or .managed-agents, not /workspace/outputs",
-      where,
-    );
-  }
-  return parts.slice(2).join("/");
-}
-
-/** A directory given as `/workspace` or `/workspace/…`: workspace-relative ("" = the workspace itself). */
-export function workspaceDirectory(path: string, where: string): string {
-  if (path === WORKSPACE_ROOT || path === `${WORKSPACE_ROOT}/`) return "";
-  return workspaceFilePath(path.replace(/\/+$/, ""), where);
 }
 
 function decodeBase64(data: string, where: string): Buffer {
@@ -327,9 +294,14 @@ function refuseUnsupported(
 }
 
 /** An inline configuration (or a template's, when it is created or replaced). */
-export function parsePartial(c: TemplateInput | HostedEnvironmentInput, where: string): PartialSpec {
+export function parsePartial(
+  c: TemplateInput | HostedEnvironmentInput,
+  where: string,
+  opts: { allowLocalRepositories: boolean },
+): PartialSpec {
   refuseUnsupported(c, where);
   return {
+    repositories: parseRepositories(c.repositories, opts.allowLocalRepositories, `${where}.repositories`),
     env: parseEnv(c.env, `${where}.env`),
     files: parseFiles(c.files, `${where}.files`),
     network: parseNetwork(c.network, `${where}.network`),
@@ -361,7 +333,14 @@ export function merge(
   templateId: string | null,
   where: string,
 ): EnvironmentSpec {
-  const t = template ?? { env: null, files: null, network: null, packages: null, setup_commands: null };
+  const t = template ?? {
+    env: null,
+    files: null,
+    network: null,
+    packages: null,
+    repositories: null,
+    setup_commands: null,
+  };
   const base = t.network ?? NO_NETWORK;
   if (template && inline.network && broadens(base, inline.network)) {
     throw badRequest(
@@ -385,6 +364,8 @@ export function merge(
       python: union(tp.python, ip.python),
       system: union(tp.system, ip.system),
     },
+    // Given inline, they replace the template's (a list of clones does not merge path by path).
+    repositories: inline.repositories ?? t.repositories ?? [],
     setup_commands: [...(t.setup_commands ?? []), ...(inline.setup_commands ?? [])],
     environment_template_id: templateId,
   };
@@ -440,6 +421,7 @@ export function publicConfig(spec: EnvironmentSpec, fileIds: string[]): Environm
     })),
     network: spec.network,
     packages: spec.packages,
+    repositories: spec.repositories,
     environment_template_id: spec.environment_template_id,
     setup_commands: spec.setup_commands.length,
   };
@@ -474,6 +456,7 @@ export function templateParts(
       network: p.network,
       packages: p.packages ?? { ...NO_PACKAGES },
       desktop,
+      repositories: p.repositories,
     },
     secrets: {
       env: p.env,
@@ -512,6 +495,7 @@ export function templatePartial(
       : null,
     network: config.network,
     packages: packagesGiven ? config.packages : null,
+    repositories: config.repositories ?? null,
     setup_commands: secrets?.setup_commands ?? null,
   };
 }

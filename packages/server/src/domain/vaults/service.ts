@@ -54,6 +54,13 @@ interface CredentialSecret {
   refresh_token?: string;
   client_secret?: string;
   secret_value?: string;
+  password?: string;
+}
+
+/** What the service's git sends to a repository: an Authorization header, only to URLs under `prefix`. */
+export interface GitAuth {
+  header: string;
+  prefix: string;
 }
 
 export interface VaultFields {
@@ -332,6 +339,31 @@ export class VaultService {
     return out;
   }
 
+  /**
+   * A `git_http` credential of the project for a repository URL: 404 when there is none, 400 when the URL is not
+   * under the credential's own. `open`: also the header to send (the secret opened); otherwise only checked.
+   */
+  async gitAuth(projectId: string, id: string, url: string, where: string): Promise<GitAuth> {
+    const c = await this.deps.store.getVaultCredential(id);
+    if (!c || c.project_id !== projectId || c.status === "archived") {
+      throw notFound(`Vault credential ${id} not found`, where);
+    }
+    if (c.auth.type !== "git_http") {
+      throw badRequest(`'${where}': credential ${id} is a ${c.auth.type} credential, not git_http`, where);
+    }
+    const prefix = String(c.auth.url);
+    if (!underPrefix(url, prefix)) {
+      throw badRequest(
+        `'${where}': credential ${id} is for repositories under ${prefix}, not ${url}`,
+        where,
+        "credential_url_mismatch",
+      );
+    }
+    const secret = this.openSecret(c);
+    const basic = Buffer.from(`${String(c.auth.username)}:${secret.password ?? ""}`).toString("base64");
+    return { header: `Basic ${basic}`, prefix };
+  }
+
   /** The token to send: a static bearer token, or an OAuth access token refreshed when it is about to expire. */
   private async currentToken(c: VaultCredentialRecord): Promise<string> {
     const secret = this.openSecret(c);
@@ -505,6 +537,26 @@ export class VaultService {
           server_url: normaliseServerUrl(url),
         };
       }
+      case "git_http": {
+        const url = checkCredentialUrl(String(raw.url ?? ""), `${where}.url`).toString();
+        const username = raw.username ?? "x-access-token";
+        if (
+          typeof username !== "string" ||
+          username === "" ||
+          username.length > 256 ||
+          /[:\s]/.test(username)
+        ) {
+          throw badRequest(
+            `'${where}.username' must be a non-empty name without ':' or spaces`,
+            `${where}.username`,
+          );
+        }
+        return {
+          auth: { type, url, username },
+          secret: { password: secretString(raw.password, `${where}.password`) },
+          server_url: null,
+        };
+      }
       case "environment_variable": {
         if (!this.deps.allowEnvCredentials) {
           throw unsupportedCredential(
@@ -536,7 +588,7 @@ export class VaultService {
       }
       default:
         throw badRequest(
-          `'${where}.type' must be mcp_oauth, static_bearer or environment_variable`,
+          `'${where}.type' must be mcp_oauth, static_bearer, environment_variable or git_http`,
           `${where}.type`,
         );
     }
@@ -588,6 +640,11 @@ export class VaultService {
           auth: c.auth,
           secret: { ...secret, secret_value: secretString(raw.secret_value, `${where}.secret_value`) },
         };
+      case "git_http":
+        return {
+          auth: c.auth,
+          secret: { ...secret, password: secretString(raw.password, `${where}.password`) },
+        };
       default: {
         const auth = { ...c.auth };
         const next = { ...secret };
@@ -631,4 +688,19 @@ function credentialHosts(networking: unknown): string[] | "any" {
   if (!isRecord(networking) || networking.type !== "limited" || !Array.isArray(networking.allowed_hosts))
     return "any";
   return networking.allowed_hosts.filter((h): h is string => typeof h === "string");
+}
+
+/** Whether a URL is the prefix's or under it (scheme and host compared as URLs, the path by components). */
+function underPrefix(url: string, prefix: string): boolean {
+  let u: URL;
+  let p: URL;
+  try {
+    u = new URL(url);
+    p = new URL(prefix);
+  } catch {
+    return false;
+  }
+  if (u.protocol !== p.protocol || u.host !== p.host) return false;
+  const base = p.pathname.replace(/\/+$/, "");
+  return u.pathname === base || u.pathname.startsWith(`${base}/`) || base === "";
 }

@@ -26,7 +26,7 @@ export class GitNotFoundError extends Error {
  * repository stores or run code: no hooks, no fsmonitor, no automatic gc, no line-ending or attribute
  * conversions (info/attributes of the shadow repo unsets them too), no user-level excludes or attributes.
  */
-const FORCED_CONFIG = [
+export const FORCED_CONFIG = [
   "core.hooksPath=/dev/null",
   "core.fsmonitor=false",
   "core.untrackedCache=false",
@@ -78,6 +78,12 @@ export interface RunOptions {
   maxOutput?: number;
   /** Exit codes that are not failures (besides 0). */
   okCodes?: readonly number[];
+  /** Variables added to {@link gitEnv} (never to process.env). */
+  env?: Readonly<Record<string, string>>;
+  /** Kill git (SIGKILL) after this long: the call fails with a GitError that says so. */
+  timeoutMs?: number;
+  /** Kill git when this is aborted (the call fails). */
+  signal?: AbortSignal;
 }
 
 export interface RunResult {
@@ -93,10 +99,22 @@ export function runGit(bin: string, args: readonly string[], opts: RunOptions): 
   return new Promise((resolve, reject) => {
     const child = spawn(bin, args, {
       cwd: opts.cwd,
-      env: gitEnv(),
+      env: { ...gitEnv(), ...opts.env },
       stdio: ["pipe", "pipe", "pipe"],
       windowsHide: true,
     });
+    let stopped: string | null = null;
+    const stop = (why: string) => {
+      stopped ??= why;
+      child.kill("SIGKILL");
+    };
+    const timer =
+      opts.timeoutMs === undefined
+        ? null
+        : setTimeout(() => stop(`timed out after ${Math.round(opts.timeoutMs! / 1000)} s`), opts.timeoutMs);
+    const onAbort = () => stop(String(opts.signal?.reason ?? "stopped"));
+    if (opts.signal?.aborted) onAbort();
+    opts.signal?.addEventListener("abort", onAbort, { once: true });
     const chunks: Buffer[] = [];
     let size = 0;
     let truncated = false;
@@ -123,7 +141,15 @@ export function runGit(bin: string, args: readonly string[], opts: RunOptions): 
       reject(err.code === "ENOENT" ? new GitNotFoundError(bin) : err);
     });
     child.on("close", (code, signal) => {
+      if (timer) clearTimeout(timer);
+      opts.signal?.removeEventListener("abort", onAbort);
       const exitCode = code ?? -1;
+      if (stopped !== null) {
+        reject(
+          new GitError(`git ${args.find((a) => !a.startsWith("-")) ?? ""} ${stopped}`, args, code, stderr),
+        );
+        return;
+      }
       if (truncated || exitCode === 0 || opts.okCodes?.includes(exitCode)) {
         resolve({ stdout: Buffer.concat(chunks, size), exitCode, truncated });
         return;

@@ -189,6 +189,21 @@ export class OutboundGuard {
   }
 
   /**
+   * For a program that connects itself but can be told which address to use (git's `http.curloptResolve`): the
+   * URL checked as written, its name resolved, every address checked, and the one to connect to (null: the
+   * guard is off, or the host is an address literal, which needs no pin).
+   */
+  async pinnedAddress(url: URL): Promise<string | null> {
+    this.checkHost(url);
+    if (this.allowPrivate) return null;
+    const host = hostOf(url);
+    if (isIP(host)) return null;
+    const addresses = await this.resolveNow(host);
+    this.checkAddresses(host, addresses);
+    return addresses[0]!.address;
+  }
+
+  /**
    * A `lookup` for sockets (http.request, net.connect, undici): resolves the name, refuses it when any of its
    * addresses is refused, and hands the socket the checked addresses only. (A socket to an address literal does
    * not look it up: check the URL with `checkHost` first.)
