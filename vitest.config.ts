@@ -22,6 +22,7 @@ const CONTAINER_SUITES = [
   "packages/server/test/dialects/openai/environments.engine.test.ts",
   "packages/server/test/dialects/shared/checkpoints.engine.test.ts",
   "packages/server/test/domain/tools.engine.test.ts",
+  "packages/server/test/domain/repositories/repositories.engine.test.ts",
   "packages/server/test/seed/seed-e2e.external.test.ts",
   "packages/server/test/sdk/python.external.test.ts",
 ];

@@ -12,6 +12,19 @@ export {
   startMockEnvironment,
 } from "./harness.js";
 export {
+  commitFiles,
+  type GitDaemon,
+  type GitHttpRequest,
+  type GitHttpServer,
+  type GitHttpServerOptions,
+  type GitOutOptions,
+  gitOut,
+  makeBareFrom,
+  makeRepo,
+  startGitDaemon,
+  startGitHttpServer,
+} from "./git-servers.js";
+export {
   createMcpServer,
   defaultMcpTools,
   type McpHttpServer,

@@ -17,6 +17,8 @@ export const WEBHOOK_EVENT_TYPES = [
   "agent.environment.ready",
   "agent.environment.failed",
   "agent.environment.expired",
+  // This server's extension: a repository's changes committed (and pushed) by the service.
+  "agent.session.repository.output",
 ] as const;
 
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
@@ -61,9 +63,12 @@ export const newEventId = (): string => `evt_${randomBytes(12).toString("hex")}`
 
 /**
  * The webhook events among a batch of log events about to be appended, with the index of the log event each one
- * comes from: a session's creation and each of its status changes.
+ * comes from: a session's creation, each of its status changes, and each repository output.
  */
-export function outboxEvents(events: readonly NewEvent[]): Array<OutboxEvent & { index: number }> {
+export function outboxEvents(
+  sessionId: string,
+  events: readonly NewEvent[],
+): Array<OutboxEvent & { index: number }> {
   const out: Array<OutboxEvent & { index: number }> = [];
   events.forEach((e, index) => {
     const ev = e.event;
@@ -75,6 +80,24 @@ export function outboxEvents(events: readonly NewEvent[]): Array<OutboxEvent & {
         type: "agent.session.created",
         created_at: e.created_at,
         data: { id: s.id, ...environmentData(s) },
+      });
+    } else if (ev.type === "repository.output") {
+      const i = ev.data.item;
+      out.push({
+        index,
+        event_id: newEventId(),
+        type: "agent.session.repository.output",
+        created_at: e.created_at,
+        data: {
+          id: sessionId,
+          turn_id: e.turn_id,
+          repository: i.repository,
+          url: i.url,
+          branch: i.branch,
+          commit: i.commit,
+          push: i.push,
+          error: i.error,
+        },
       });
     } else if (ev.type === "session.status") {
       out.push({

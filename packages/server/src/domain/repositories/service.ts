@@ -169,6 +169,11 @@ export class RepositoryService {
 
   // reading -------------------------------------------------------------------------------------------------
 
+  /** Where a project's mirror of a URL is (whether or not it exists). */
+  mirrorOf(projectId: string, url: string): string {
+    return this.deps.mirrors.mirrorDir(projectId, url.startsWith("file://") ? url.slice(7) : url);
+  }
+
   /** The session's environment, which its repositories belong to (404: it has none, or none with repositories). */
   async environmentOf(session: SessionRecord): Promise<EnvironmentRecord> {
     const id = session.extra.environment_id;

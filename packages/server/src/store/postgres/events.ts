@@ -25,7 +25,7 @@ export function eventQueries(db: PgDb): EventQueries {
       // The whole batch is one statement (one round trip; one transaction unless inside one): append_events()
       // locks the session row, takes seqs and ordinals from its counters and writes events, items and the webhook
       // outbox (one delivery per webhook event and subscribed endpoint of the session's project).
-      const outbox = outboxEvents(events).map(({ index: _index, ...o }) => o);
+      const outbox = outboxEvents(sessionId, events).map(({ index: _index, ...o }) => o);
       const res = await db
         .row<AppendRow>(
           "SELECT base_seq, item_index, item_ordinal FROM append_events($1, $2::jsonb, $3::jsonb, $4, $5::jsonb)",

@@ -53,7 +53,7 @@ export function eventQueries(db: SqliteDb, counters: Counters): EventQueries {
       out.push({ event, ordinal });
     }
     // The webhook outbox, in the same transaction: one pending delivery per subscribed endpoint of the project.
-    for (const o of outboxEvents(events)) {
+    for (const o of outboxEvents(sessionId, events)) {
       db.run(
         "INSERT INTO webhook_deliveries (id, endpoint_id, project_id, session_id, event_id, event_type, " +
           "event_created_at, data, created_at, status, next_attempt_at) " +

@@ -661,6 +661,7 @@ describe("storage and configuration", () => {
           ],
           network: NO_NETWORK,
           packages: { npm: [], python: [], system: [] },
+          repositories: [],
           setup_commands: [],
           environment_template_id: null,
         },

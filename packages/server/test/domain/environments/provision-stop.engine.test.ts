@@ -53,6 +53,7 @@ function job(directory: string, command: string): ProvisionJob {
       env: {},
       files: [],
       network: { access: "disabled", allowed_domains: [] },
+      repositories: [],
       packages: { npm: [], python: [], system: [] },
       setup_commands: [{ command, cwd: "" }],
       environment_template_id: null,

@@ -41,6 +41,8 @@ export function hostedEnvironmentObject(id: string, c: EnvironmentConfig): Envir
     skills: [],
     container_size: null,
     desktop: { enabled: false },
+    // This server's extension (domain/repositories/spec.ts).
+    ...({ repositories: c.repositories ?? [] } as object),
   };
 }
 
@@ -94,6 +96,7 @@ export function templateObject(t: EnvironmentTemplateRecord): EnvironmentTemplat
     plugins: [],
     skills: [],
     desktop: t.config.desktop ?? { enabled: false },
+    ...({ repositories: t.config.repositories ?? null } as object),
   };
 }
 
