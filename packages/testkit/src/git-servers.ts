@@ -25,7 +25,13 @@ function gitEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   for (const [key, value] of Object.entries(process.env)) {
     if (!INHERITED_GIT_VARS.test(key)) env[key] = value;
   }
-  return { ...env, GIT_CONFIG_GLOBAL: "/dev/null", GIT_CONFIG_NOSYSTEM: "1", GIT_TERMINAL_PROMPT: "0", ...extra };
+  return {
+    ...env,
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_TERMINAL_PROMPT: "0",
+    ...extra,
+  };
 }
 
 export interface GitOutOptions {
@@ -97,7 +103,11 @@ export async function makeRepo(
 }
 
 /** Writes `files` into the repository `dir` and commits them on its current branch; resolves with the commit id. */
-export async function commitFiles(dir: string, files: Record<string, string>, message: string): Promise<string> {
+export async function commitFiles(
+  dir: string,
+  files: Record<string, string>,
+  message: string,
+): Promise<string> {
   const abs = resolve(dir);
   return commit(abs, await writeFiles(abs, files), message);
 }
@@ -250,7 +260,11 @@ async function tryDaemon(root: string, port: number): Promise<DaemonAttempt> {
     await new Promise((r) => setTimeout(r, 20));
   }
   await stop(child);
-  return { ok: false, retry: false, error: `not ready after ${DAEMON_READY_MS} ms: ${log.trim() || "(no output)"}` };
+  return {
+    ok: false,
+    retry: false,
+    error: `not ready after ${DAEMON_READY_MS} ms: ${log.trim() || "(no output)"}`,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -300,7 +314,11 @@ export async function startGitHttpServer(opts: GitHttpServerOptions): Promise<Gi
 
   const server = createServer((req, res) => {
     const target = req.url ?? "/";
-    requests.push({ method: req.method ?? "GET", path: target, authorization: req.headers.authorization ?? null });
+    requests.push({
+      method: req.method ?? "GET",
+      path: target,
+      authorization: req.headers.authorization ?? null,
+    });
     const q = target.indexOf("?");
     const query = q < 0 ? "" : target.slice(q + 1);
     let pathInfo: string;
@@ -313,7 +331,8 @@ export async function startGitHttpServer(opts: GitHttpServerOptions): Promise<Gi
 
     const repo = pathInfo.split("/")[1] ?? "";
     const push =
-      new URLSearchParams(query).get("service") === "git-receive-pack" || pathInfo.endsWith("/git-receive-pack");
+      new URLSearchParams(query).get("service") === "git-receive-pack" ||
+      pathInfo.endsWith("/git-receive-pack");
     const user = basicUser(req.headers.authorization, users);
     if (user === null && (push || privateRepos.has(repoKey(repo)))) {
       return plain(req, res, 401, "authentication required\n", { "WWW-Authenticate": 'Basic realm="git"' });
@@ -371,7 +390,10 @@ function plain(
 function httpVars(req: IncomingMessage): Record<string, string> {
   const vars: Record<string, string> = {};
   for (const [name, value] of Object.entries(req.headers)) {
-    if (value === undefined || /^(authorization|proxy-authorization|content-type|content-length)$/.test(name)) {
+    if (
+      value === undefined ||
+      /^(authorization|proxy-authorization|content-type|content-length)$/.test(name)
+    ) {
       continue;
     }
     vars[`HTTP_${name.toUpperCase().replace(/-/g, "_")}`] = Array.isArray(value) ? value.join(", ") : value;
@@ -403,7 +425,12 @@ function runBackend(req: IncomingMessage, res: ServerResponse, r: BackendRequest
     ...(req.headers["content-length"] !== undefined ? { CONTENT_LENGTH: req.headers["content-length"] } : {}),
     // http-backend allows receive-pack by default only with REMOTE_USER; say so explicitly for authenticated users.
     ...(r.user !== null
-      ? { REMOTE_USER: r.user, GIT_CONFIG_COUNT: "1", GIT_CONFIG_KEY_0: "http.receivepack", GIT_CONFIG_VALUE_0: "true" }
+      ? {
+          REMOTE_USER: r.user,
+          GIT_CONFIG_COUNT: "1",
+          GIT_CONFIG_KEY_0: "http.receivepack",
+          GIT_CONFIG_VALUE_0: "true",
+        }
       : {}),
   });
   const child = spawn("git", ["http-backend"], { env, stdio: ["pipe", "pipe", "pipe"] });
@@ -476,7 +503,11 @@ function headerEnd(buf: Buffer): { at: number; length: number } | undefined {
 }
 
 /** CGI response headers: `Status: 403 Forbidden` → the status; the others copied (repeated ones as a list). */
-function parseCgiHead(text: string): { status: number; reason: string | undefined; headers: OutgoingHttpHeaders } {
+function parseCgiHead(text: string): {
+  status: number;
+  reason: string | undefined;
+  headers: OutgoingHttpHeaders;
+} {
   let status = 200;
   let reason: string | undefined;
   const headers: Record<string, string | string[]> = {};
@@ -494,7 +525,8 @@ function parseCgiHead(text: string): { status: number; reason: string | undefine
       continue;
     }
     const previous = headers[name];
-    headers[name] = previous === undefined ? value : [...(Array.isArray(previous) ? previous : [previous]), value];
+    headers[name] =
+      previous === undefined ? value : [...(Array.isArray(previous) ? previous : [previous]), value];
   }
   if (status === 200 && headers.Location !== undefined) status = 302;
   return { status, reason, headers };

@@ -1,17 +1,6 @@
 // The mock Responses API lives in @codex-agent-api/mock-model; re-exported so existing imports keep working.
 export * from "@codex-agent-api/mock-model";
 export {
-  type ApprovalPolicy,
-  type CodexConfigTomlOptions,
-  type CodexHome,
-  type CodexHomeOptions,
-  codexConfigToml,
-  createCodexHome,
-  type MockEnvironment,
-  type SandboxMode,
-  startMockEnvironment,
-} from "./harness.js";
-export {
   commitFiles,
   type GitDaemon,
   type GitHttpRequest,
@@ -24,6 +13,17 @@ export {
   startGitDaemon,
   startGitHttpServer,
 } from "./git-servers.js";
+export {
+  type ApprovalPolicy,
+  type CodexConfigTomlOptions,
+  type CodexHome,
+  type CodexHomeOptions,
+  codexConfigToml,
+  createCodexHome,
+  type MockEnvironment,
+  type SandboxMode,
+  startMockEnvironment,
+} from "./harness.js";
 export {
   createMcpServer,
   defaultMcpTools,

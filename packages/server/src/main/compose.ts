@@ -4,6 +4,7 @@
  */
 
 import type { Logger } from "pino";
+import { RepositoryOperations } from "../application/repositories.js";
 import type { Config } from "../config/load.js";
 import { AgentService } from "../domain/agents.js";
 import { AutomationService } from "../domain/automations/service.js";
@@ -102,6 +103,8 @@ export interface Core {
   vaults: VaultService;
   /** Repositories environments start from: mirrors, checkouts, commits, pushes and diffs. */
   repositories: RepositoryService;
+  /** The repository operations the dialects offer (scope checks, then the service). */
+  repositoryOps: RepositoryOperations;
   /** Where the service and its engines may connect on a client's behalf (webhooks, MCP servers, token endpoints). */
   outbound: OutboundGuard;
   /** Uploaded files (the official Files API), per project. */
@@ -239,6 +242,7 @@ export function createCore(config: Config, infra: Infrastructure): Core {
     environments,
     vaults,
     repositories,
+    repositoryOps: new RepositoryOperations({ sessions, repositories }),
     outbound,
     files,
     sandboxes,

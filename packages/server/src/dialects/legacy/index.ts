@@ -20,5 +20,5 @@ export const legacyPlugin = (core: Core, borrowed: (app: App) => void) =>
     goalRoutes(app, core);
     borrowed(app);
     checkpointRoutes(app, core, "template");
-    repositoryRoutes(app, core);
+    repositoryRoutes(app, core.repositoryOps);
   });

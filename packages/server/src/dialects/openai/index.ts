@@ -29,5 +29,5 @@ export const openaiPlugin = (core: Core) =>
     // (served whatever the dialect header, too: the SDK's Files API methods send none)
     fileRoutes(app, core);
     checkpointRoutes(app, core, "openai");
-    repositoryRoutes(app, core);
+    repositoryRoutes(app, core.repositoryOps);
   });

@@ -5,8 +5,7 @@
  * a branch, push it). Registered by each dialect plugin: errors come in the dialect's shape.
  */
 import { z } from "zod";
-import type { RepositoryService } from "../../domain/repositories/service.js";
-import type { SessionService } from "../../domain/sessions/service.js";
+import type { RepositoryOperations } from "../../application/repositories.js";
 import type { App } from "../../http/app-types.js";
 import { SessionParams } from "../../http/validate.js";
 import { repositoryObject, repositoryOutputFields } from "./render/repository.js";
@@ -21,17 +20,12 @@ const OutputBody = z
   })
   .strict();
 
-export function repositoryRoutes(
-  app: App,
-  deps: { sessions: Pick<SessionService, "get">; repositories: RepositoryService },
-): void {
-  const { sessions, repositories } = deps;
+export function repositoryRoutes(app: App, repositories: RepositoryOperations): void {
   const base = "/v1/agents/sessions/:session_id/repositories";
 
   app.get(base, { schema: { params: SessionParams } }, async (req) => {
-    const s = await sessions.get(req.scope, req.params.session_id);
-    const env = await repositories.environmentOf(s);
-    const data = (await repositories.list(env)).map((r) => repositoryObject(s.id, r));
+    const id = req.params.session_id;
+    const data = (await repositories.list(req.scope, id)).map((r) => repositoryObject(id, r));
     return { object: "list", data, first_id: null, last_id: null, has_more: false };
   });
 
@@ -39,10 +33,8 @@ export function repositoryRoutes(
     `${base}/:index/diff`,
     { schema: { params: RepositoryParams, querystring: DiffQuery } },
     async (req, reply) => {
-      const s = await sessions.get(req.scope, req.params.session_id);
-      const env = await repositories.environmentOf(s);
       const format = req.query.format ?? "diff";
-      const text = await repositories.diff(env, req.params.index, format);
+      const text = await repositories.diff(req.scope, req.params.session_id, req.params.index, format);
       return reply.type(format === "patch" ? "application/mbox" : "text/x-diff; charset=utf-8").send(text);
     },
   );
@@ -51,20 +43,12 @@ export function repositoryRoutes(
     `${base}/:index/outputs`,
     { schema: { params: RepositoryParams, body: OutputBody } },
     async (req, reply) => {
-      const s = await sessions.get(req.scope, req.params.session_id);
-      const env = await repositories.environmentOf(s);
       const b = req.body;
-      const item = await repositories.output(
-        s,
-        env,
-        req.params.index,
-        {
-          ...(b.branch !== undefined ? { branch: b.branch } : {}),
-          ...(b.push !== undefined ? { push: b.push } : {}),
-          ...(b.message !== undefined ? { message: b.message } : {}),
-        },
-        null,
-      );
+      const item = await repositories.output(req.scope, req.params.session_id, req.params.index, {
+        ...(b.branch !== undefined ? { branch: b.branch } : {}),
+        ...(b.push !== undefined ? { push: b.push } : {}),
+        ...(b.message !== undefined ? { message: b.message } : {}),
+      });
       if (!item) {
         return reply
           .code(200)

@@ -27,6 +27,7 @@ import type {
   SessionRecord,
   TurnRecord,
 } from "../../model/records.js";
+import type { RepositoryView } from "../../model/repositories.js";
 import { MirrorError, type Mirrors } from "../../platform/git-mirror/mirrors.js";
 import { type PushResult, RepositoryRecord } from "../../platform/git-mirror/record.js";
 import type { Remote } from "../../platform/git-mirror/remote.js";
@@ -60,18 +61,6 @@ interface RepositoryState {
   /** The branch checked out in the workspace (null: detached at a tag or commit). */
   branch: string | null;
   outputs: Array<{ commit: string; branch: string; push: RepositoryOutputItem["push"]; at: number }>;
-}
-
-/** A repository of a session's environment as the API shows it. */
-export interface RepositoryView {
-  index: number;
-  url: string;
-  ref: string | null;
-  path: string;
-  base_commit: string;
-  branch: string | null;
-  output: RepositorySource["output"];
-  outputs: RepositoryState["outputs"];
 }
 
 export interface OutputRequest {

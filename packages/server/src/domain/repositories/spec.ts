@@ -54,6 +54,7 @@ export function isRefName(name: string): boolean {
     !name.includes("//") &&
     !name.includes("@{") &&
     name !== "@" &&
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what git refuses in refs
     !/[\x00-\x20\x7f~^:?*[\\]/.test(name) &&
     !name.split("/").some((c) => c.startsWith("."))
   );

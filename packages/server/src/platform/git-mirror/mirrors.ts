@@ -111,9 +111,10 @@ export class Mirrors {
 
   /**
    * Removes the least recently used mirrors without pins until all of them fit in `totalMaxBytes`; returns how
-   * many were removed.
+   * many were removed. A mirror used in the last `idleMs` (default 10 minutes) stays: a session may be about to
+   * clone from it (it is pinned once its workspace is made).
    */
-  async prune(): Promise<number> {
+  async prune(idleMs = 10 * 60 * 1000): Promise<number> {
     const root = join(this.settings.dir, "mirrors");
     const all: Array<{ dir: string; used: number; bytes: number }> = [];
     for (const project of await readdir(root).catch(() => [] as string[])) {
@@ -126,8 +127,10 @@ export class Mirrors {
     }
     let total = all.reduce((n, m) => n + m.bytes, 0);
     let removed = 0;
+    const now = Date.now();
     for (const m of all.sort((a, b) => a.used - b.used)) {
       if (total <= this.settings.totalMaxBytes) break;
+      if (now - m.used < idleMs) continue;
       const gone = await this.locked(m.dir, async () => {
         if ((await this.pins(m.dir)).length > 0) return false;
         await rm(m.dir, { recursive: true, force: true });
@@ -206,11 +209,19 @@ export class Mirrors {
     } finally {
       clearInterval(watch);
     }
+    // A fetch quicker than the watch: checked once more. An unpinned mirror over the limit goes.
+    if ((await diskUsageOf(dir)) > this.settings.maxBytes) {
+      if ((await this.pins(dir)).length === 0) await rm(dir, { recursive: true, force: true });
+      throw new MirrorError(
+        "repository_too_large",
+        `the repository is larger than this server allows (${this.settings.maxBytes} bytes)`,
+      );
+    }
     await this.touch(dir);
     void this.prune().catch(() => undefined);
   }
 
-  /** Stops the fetch (aborts `controller`) when the mirror grows beyond the limit (checked every 500 ms). */
+  /** Stops the fetch (aborts `controller`) when the mirror grows beyond the limit (checked every 200 ms, and once it has ended). */
   private watchSize(dir: string, controller: AbortController): NodeJS.Timeout {
     let checking = false;
     const timer = setInterval(() => {
@@ -223,7 +234,7 @@ export class Mirrors {
         .finally(() => {
           checking = false;
         });
-    }, 500);
+    }, 200);
     timer.unref();
     return timer;
   }

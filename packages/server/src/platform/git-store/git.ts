@@ -97,16 +97,24 @@ const STDERR_LIMIT = 16 * 1024;
 /** Runs `bin args…` (no shell) and collects its output. */
 export function runGit(bin: string, args: readonly string[], opts: RunOptions): Promise<RunResult> {
   return new Promise((resolve, reject) => {
+    // A call that may be stopped runs in a process group of its own: git's helpers (git-remote-http, ssh,
+    // index-pack) hold its output open, so the whole group is killed.
+    const stoppable = opts.timeoutMs !== undefined || opts.signal !== undefined;
     const child = spawn(bin, args, {
       cwd: opts.cwd,
       env: { ...gitEnv(), ...opts.env },
       stdio: ["pipe", "pipe", "pipe"],
       windowsHide: true,
+      detached: stoppable,
     });
     let stopped: string | null = null;
     const stop = (why: string) => {
       stopped ??= why;
-      child.kill("SIGKILL");
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+      } catch {
+        child.kill("SIGKILL");
+      }
     };
     const timer =
       opts.timeoutMs === undefined

@@ -296,7 +296,7 @@ describe("repositories", () => {
     expect(again.body.output?.push).toBe("pushed");
   });
 
-  it("ten sessions on one repository share one mirror and one fetch at a time", async () => {
+  it("ten sessions on one repository share one mirror, each workspace with objects of its own", async () => {
     const url = daemon.url("shared.git");
     const mirrors = join(f.config.repositories.dir, "mirrors", "default");
     const before = existsSync(mirrors) ? readdirSync(mirrors).length : 0;

@@ -3,8 +3,9 @@
  * (this server's extension: `agent.session.repository`, `repository_output` items and
  * `agent.session.repository.output` events).
  */
-import type { RepositoryView } from "../../../domain/repositories/service.js";
+
 import type { RepositoryOutputItem } from "../../../model/records.js";
+import type { RepositoryView } from "../../../model/repositories.js";
 
 export function repositoryObject(sessionId: string, r: RepositoryView) {
   return {
