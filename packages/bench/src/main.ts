@@ -17,6 +17,7 @@ import { fanout } from "./scenarios/fanout.js";
 import { footprint } from "./scenarios/footprint.js";
 import { install } from "./scenarios/install.js";
 import { replayLog } from "./scenarios/replay.js";
+import { repositories } from "./scenarios/repositories.js";
 import { restart } from "./scenarios/restart.js";
 import { sandboxes } from "./scenarios/sandboxes.js";
 import { slowConsumers } from "./scenarios/slow-consumers.js";
@@ -42,6 +43,7 @@ const SCENARIOS: Scenario[] = [
   slowConsumers,
   sandboxes,
   install,
+  repositories,
 ];
 /** Scenarios that use the shared turn rig: it is closed once the last of them has run. */
 const RIG_USERS = new Set(["1", "2", "3", "10"]);
@@ -56,7 +58,7 @@ const USAGE = `Usage: npm run bench -- [--quick] [--json <path>] [--only <ids>]
 
   --quick        smaller samples (finishes in under 2 minutes on 2 cores)
   --json <path>  also write every result as JSON
-  --only <ids>   comma-separated scenario ids (1-10, 12-16)
+  --only <ids>   comma-separated scenario ids (1-10, 12-17)
   --profile-server <dir>
                  run every server process with --cpu-prof, writing .cpuprofile files to <dir>
   --server-cli <path>

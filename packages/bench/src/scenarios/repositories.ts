@@ -1,0 +1,177 @@
+/**
+ * Scenario 17: sessions that start from a repository of 50 000 files (`git daemon` on 127.0.0.1), ten after ten,
+ * alternating: with the environment's `repositories` (the project's shared mirror: fetched by the first session,
+ * then copied, not downloaded) and with a plain `git clone` in a setup command (what a user scripted before; every
+ * session downloads the repository). Per session: from the create request to the environment ready (the workspace
+ * is there) and to the agent's first command done. The server has checkpoints off (their baseline of a new 50k-file
+ * workspace is scenario 13's subject and would weigh the same on both sides).
+ */
+import { spawn } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { startGitDaemon } from "@codex-agent-api/testkit";
+import type { Context, Scenario } from "../context.js";
+import { now } from "../proc.js";
+import { type ServerProcess, startServer } from "../server.js";
+import { median, type Row, ratio, sampleRow, type Target } from "../stats.js";
+
+const FILES = 50_000;
+const OFFICIAL = { "openai-beta": "agents=v1" };
+
+/** A bare repository of `files` small files in 500 directories, one commit (written with fast-import). */
+function buildRepository(dir: string, files: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const init = spawn("git", ["init", "--quiet", "--bare", dir], { stdio: "ignore" });
+    init.on("error", reject);
+    init.on("exit", (code) => {
+      if (code !== 0) return reject(new Error(`git init exited ${code}`));
+      const fi = spawn("git", [`--git-dir=${dir}`, "fast-import", "--quiet"], {
+        stdio: ["pipe", "ignore", "pipe"],
+      });
+      let err = "";
+      fi.stderr.on("data", (d: Buffer) => {
+        err += d.toString();
+      });
+      fi.on("error", reject);
+      fi.on("exit", (c) => (c === 0 ? resolve() : reject(new Error(`fast-import exited ${c}: ${err}`))));
+      const parts: string[] = [];
+      for (let i = 0; i < files; i++) {
+        const body = `file ${i}\n${"x".repeat(200)}\n`;
+        parts.push(`blob\nmark :${i + 1}\ndata ${Buffer.byteLength(body)}\n${body}\n`);
+      }
+      const msg = "50 000 files\n";
+      parts.push(
+        `commit refs/heads/main\ncommitter Bench <bench@localhost> 1700000000 +0000\ndata ${msg.length}\n${msg}`,
+      );
+      for (let i = 0; i < files; i++) parts.push(`M 100644 :${i + 1} d${Math.floor(i / 100)}/f${i}.txt\n`);
+      parts.push("\n");
+      fi.stdin.end(parts.join(""));
+    });
+  }).then(
+    () =>
+      new Promise<void>((resolve, reject) => {
+        const sym = spawn("git", [`--git-dir=${dir}`, "symbolic-ref", "HEAD", "refs/heads/main"], {
+          stdio: "ignore",
+        });
+        sym.on("exit", (c) => (c === 0 ? resolve() : reject(new Error(`symbolic-ref exited ${c}`))));
+      }),
+  );
+}
+
+const shell = (cmd: string) =>
+  `Run this exact shell command and wait for it to finish: ${cmd}. Then reply with exactly: done`;
+
+/** One session: ms from the create request to its environment ready and to its first command done. */
+async function session(server: ServerProcess, environment: Record<string, unknown>, cmd: string) {
+  const t0 = now();
+  const stream = server.client.sse(
+    "POST",
+    "/v1/agents/sessions",
+    { agent: { model: "mock-model" }, environment, input: shell(cmd), stream: true },
+    OFFICIAL,
+  );
+  try {
+    const ready = await stream.next(
+      (f) => f.event === "agent.session.environment.ready" || f.event === "agent.session.environment.failed",
+      600_000,
+    );
+    if (ready.event === "agent.session.environment.failed")
+      throw new Error(`environment failed: ${ready.data}`);
+    const done = await stream.next(
+      (f) => f.event === "agent.session.turn.item.done" && f.data.includes('"command_execution"'),
+      600_000,
+    );
+    if (!done.data.includes('"exit_code":0'))
+      throw new Error(`the first command failed: ${done.data.slice(0, 400)}`);
+    return { ready: ready.t - t0, first: done.t - t0 };
+  } finally {
+    stream.close();
+  }
+}
+
+export const repositories: Scenario = {
+  id: "17",
+  title: "Repositories: 10 sessions on a 50 000-file repository, shared mirror vs a plain clone each",
+  async run(ctx: Context) {
+    const sessions = ctx.quick ? 5 : 10;
+    const { dir } = ctx.cleanup.tempDir("repositories");
+    const served = join(dir, "served");
+    mkdirSync(served, { recursive: true });
+    const t = now();
+    await buildRepository(join(served, "big.git"), FILES);
+    ctx.log(`repositories: built a ${FILES}-file repository in ${Math.round(now() - t)} ms`);
+    const daemon = await startGitDaemon({ root: served });
+    ctx.cleanup.add("git daemon", () => daemon.close());
+    const url = daemon.url("big.git");
+    const server = await startServer(ctx.cleanup, {
+      mockUrl: ctx.mock.url,
+      dataDir: join(dir, "data"),
+      args: ["--allow-private-targets", "--checkpoints", "off"],
+    });
+    const mirror: Array<{ ready: number; first: number }> = [];
+    const plain: Array<{ ready: number; first: number }> = [];
+    const check = "test -f d499/f49999.txt";
+    for (let i = 0; i < sessions; i++) {
+      mirror.push(await session(server, { type: "openai_hosted", repositories: [{ url }] }, check));
+      plain.push(
+        await session(
+          server,
+          {
+            type: "openai_hosted",
+            setup_commands: [
+              {
+                command: `git clone --quiet ${url} .repo && mv .repo/.git . && git checkout --quiet . && rm -rf .repo`,
+              },
+            ],
+          },
+          check,
+        ),
+      );
+    }
+    const later = (xs: Array<{ ready: number; first: number }>, k: "ready" | "first") =>
+      xs.slice(1).map((x) => x[k]);
+    const plainFirst = plain.map((x) => x.first);
+    const rows: Row[] = [
+      sampleRow("first session (mirror made): environment ready", "ms", [mirror[0]!.ready]),
+      sampleRow("later sessions, mirror: environment ready", "ms", later(mirror, "ready")),
+      sampleRow(
+        "plain clone each: environment ready",
+        "ms",
+        plain.map((x) => x.ready),
+      ),
+      sampleRow("later sessions, mirror: first command done", "ms", later(mirror, "first"), {
+        ref: plainFirst,
+        name: "plain clone each",
+      }),
+      sampleRow("plain clone each: first command done", "ms", plainFirst),
+    ];
+    const speedup = ratio(median(plainFirst), median(later(mirror, "first")));
+    const targets: Target[] = [
+      {
+        name: "first command: plain clone each / mirror (later sessions)",
+        value: speedup,
+        op: ">=",
+        threshold: 5,
+        unit: "×",
+      },
+      {
+        name: "workspace ready per session after the first (mirror)",
+        value: median(later(mirror, "ready")),
+        op: "<=",
+        threshold: 1000,
+        unit: "ms",
+      },
+    ];
+    return {
+      id: this.id,
+      title: this.title,
+      rows,
+      targets,
+      notes: [
+        `${FILES} files of ~210 bytes in one commit, served by git daemon on 127.0.0.1; sessions alternate (mirror, plain).`,
+        "The plain side clones in a setup command (the engine's sandbox, the network setup is allowed).",
+      ],
+      data: { mirror, plain },
+    };
+  },
+};
