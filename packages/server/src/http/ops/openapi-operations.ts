@@ -425,6 +425,38 @@ const TEMPLATE: Record<string, Operation> = {
   "DELETE /v1/agents/sessions/{session_id}/goal": OFFICIAL["DELETE /v1/agents/sessions/{session_id}/goal"]!,
 };
 
+/** Repositories of a session's environment (this server's extension): the same in both dialects. */
+const REPOSITORIES: Record<string, Operation> = {
+  "GET /v1/agents/sessions/{session_id}/repositories": {
+    summary: "List the repositories of a session's environment",
+    description:
+      "Each with its base commit, the branch checked out in the workspace, its output setting and the outputs so far.",
+    tag: "Repositories",
+    operationId: "listSessionRepositories",
+    returns: "A list of `agent.session.repository`",
+  },
+  "GET /v1/agents/sessions/{session_id}/repositories/{index}/diff": {
+    summary: "Diff a repository's workspace against its base",
+    description:
+      "`format=diff` (default): a unified diff (`text/x-diff`); `format=patch`: a `git format-patch` series " +
+      "(`application/mbox`) of the outputs and of what is not committed yet.",
+    tag: "Repositories",
+    operationId: "diffSessionRepository",
+    media: "text/plain",
+    returns: "The diff or patch series",
+  },
+  "POST /v1/agents/sessions/{session_id}/repositories/{index}/outputs": {
+    summary: "Commit and push a repository's changes now",
+    description:
+      "`{branch?, push?, message?}`: commits what changed onto the branch (default: the output setting's, or " +
+      "`codex/<session id>`) and pushes it; 200 with `output: null` when nothing changed since the last output.",
+    tag: "Repositories",
+    operationId: "createSessionRepositoryOutput",
+    status: 201,
+    returns: "`agent.session.repository_output`",
+  },
+};
+
 /** `/v1/agents/:agent_id` → `/v1/agents/{agent_id}` (OpenAPI path templates). */
 export const openapiPath = (url: string) => url.replace(/:([A-Za-z0-9_]+)/g, "{$1}");
 
@@ -443,7 +475,10 @@ function derived(method: string, path: string): Operation {
 
 export function operationOf(dialect: Dialect, method: string, url: string, shared: boolean): Operation {
   const key = `${method} ${openapiPath(url)}`;
-  return (shared ? SHARED[key] : (dialect === "openai" ? OFFICIAL : TEMPLATE)[key]) ?? derived(method, url);
+  return (
+    (shared ? SHARED[key] : ((dialect === "openai" ? OFFICIAL : TEMPLATE)[key] ?? REPOSITORIES[key])) ??
+    derived(method, url)
+  );
 }
 
 /** The official error body. */
