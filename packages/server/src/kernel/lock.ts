@@ -17,3 +17,19 @@ export class AsyncLock {
     return result;
   }
 }
+
+/** One {@link AsyncLock} per key (a directory, an id): `run(key, fn)` serialises the calls of the same key. */
+export class KeyedLocks {
+  private readonly locks = new Map<string, AsyncLock>();
+
+  run<T>(key: string, fn: () => Promise<T> | T): Promise<T> {
+    let lock = this.locks.get(key);
+    if (!lock) {
+      lock = new AsyncLock();
+      this.locks.set(key, lock);
+    }
+    return lock.run(fn).finally(() => {
+      if (!lock.busy && this.locks.get(key) === lock) this.locks.delete(key);
+    });
+  }
+}

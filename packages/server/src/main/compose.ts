@@ -3,6 +3,7 @@
  * HTTP layer and the CLI call. No globals; tests build it with an in-memory store or a stub engine.
  */
 
+import { join } from "node:path";
 import type { Logger } from "pino";
 import { RepositoryOperations } from "../application/repositories.js";
 import type { Config } from "../config/load.js";
@@ -45,6 +46,7 @@ import { engineSearchPath } from "../platform/engine/codex-home.js";
 import type { LocalLimits } from "../platform/engine/local-limits.js";
 import type { Engines } from "../platform/engine/types.js";
 import { Mirrors } from "../platform/git-mirror/mirrors.js";
+import { Spares } from "../platform/git-mirror/spares.js";
 import { OutboundGuard } from "../platform/net/outbound-guard.js";
 import type { Sandboxes } from "../platform/sandbox/sandboxes.js";
 import { StreamClients } from "../platform/stream/clients.js";
@@ -414,6 +416,13 @@ function environmentsAndVaults(
       totalMaxBytes: config.repositories.mirrorsMaxBytes,
       timeoutMs: config.repositories.timeoutSeconds * 1000,
     }),
+    // (On the container backend a workspace is a file system of its own: a spare could not be renamed into it.)
+    spares:
+      config.repositories.spares > 0 && !sandboxes
+        ? new Spares(join(config.repositories.dir, "spares"), config.repositories.spares, (err) =>
+            logger.warn({ err: String(err) }, "a spare repository clone could not be made"),
+          )
+        : null,
     guard: outbound,
     hub,
     clock,

@@ -19,7 +19,8 @@ const dir = value({
   ],
 });
 
-const within = (outer: string, inner: string) => {
+/** Whether `inner` is `outer` or inside it (paths as written). */
+export const within = (outer: string, inner: string) => {
   const r = relative(outer, inner);
   return r === "" || (!r.startsWith("..") && !isAbsolute(r));
 };

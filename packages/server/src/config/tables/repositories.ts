@@ -3,9 +3,9 @@
  * session's private record of a repository, how large and how slow a fetch may be, and whether a repository may be
  * a path on this machine.
  */
-import { isAbsolute, relative } from "node:path";
 import { ConfigError, table, toggle, value } from "../option.js";
 import { int, text } from "../schemas.js";
+import { within } from "./files.js";
 import { dataDir, workspaceRoot } from "./storage.js";
 
 const dir = value({
@@ -21,11 +21,6 @@ const dir = value({
     "(AGENT_REPOSITORY_DIR, default <data-dir>/repositories); outside the workspace root",
   ],
 });
-
-const within = (outer: string, inner: string) => {
-  const r = relative(outer, inner);
-  return r === "" || (!r.startsWith("..") && !isAbsolute(r));
-};
 
 export const repositories = table(
   "repositories",
@@ -60,6 +55,18 @@ export const repositories = table(
       schema: int({ min: 1 }),
       default: 600,
       help: "longest fetch or push of a repository (AGENT_REPOSITORY_TIMEOUT, default 600 s)",
+    }),
+    /** Ready-made clones kept for the next session asking for the same repository and commit (0: none). */
+    spares: value({
+      flag: "repository-spares",
+      arg: "<n>",
+      env: "AGENT_REPOSITORY_SPARES",
+      schema: int({ min: 0 }),
+      default: 2,
+      help: [
+        "ready-made workspace clones kept for the next session of the same repository and commit",
+        "(local sandbox backend; AGENT_REPOSITORY_SPARES, default 2, 0 = none)",
+      ],
     }),
     /** Whether a repository may be a path on this machine (tests, an operator's own mirrors). */
     allowLocal: toggle({

@@ -12,13 +12,14 @@
  * in a repository the agent can write (platform/git-mirror/workspace.ts says why). Where things are:
  * `<repository dir>/mirrors/<project>/…` and `<repository dir>/records/<environment>/<n>.git` + `<n>.json`.
  */
+import { createHash } from "node:crypto";
 import { readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import type { RepositorySettings } from "../../config/load.js";
 import type { Clock } from "../../kernel/clock.js";
 import { ApiError, badRequest, conflict, notFound } from "../../kernel/errors.js";
-import { AsyncLock } from "../../kernel/lock.js";
+import { KeyedLocks } from "../../kernel/lock.js";
 import type {
   EnvironmentError,
   EnvironmentRecord,
@@ -31,7 +32,8 @@ import type { RepositoryView } from "../../model/repositories.js";
 import { MirrorError, type Mirrors } from "../../platform/git-mirror/mirrors.js";
 import { type PushResult, RepositoryRecord } from "../../platform/git-mirror/record.js";
 import type { Remote } from "../../platform/git-mirror/remote.js";
-import { checkOut } from "../../platform/git-mirror/workspace.js";
+import type { Spares } from "../../platform/git-mirror/spares.js";
+import { type CheckoutRequest, checkOut } from "../../platform/git-mirror/workspace.js";
 import { GitError } from "../../platform/git-store/git.js";
 import { type OutboundGuard, TargetRefused } from "../../platform/net/outbound-guard.js";
 import type { EventHub } from "../../platform/stream/hub.js";
@@ -42,6 +44,8 @@ import { relativeRoot, remoteKind } from "./spec.js";
 export interface RepositoryDeps {
   settings: RepositorySettings;
   mirrors: Mirrors;
+  /** Ready-made clones (platform/git-mirror/spares.ts); null: every workspace is checked out when it is made. */
+  spares: Spares | null;
   guard: OutboundGuard;
   hub: EventHub;
   clock: Clock;
@@ -76,7 +80,7 @@ const AUTHOR = { name: "Codex agent", email: "agent@codex-agent-api.invalid" };
 const ROOT_EXCLUDES = ["/.environment/", "/.venv/", "/outputs/", "/.codex/"];
 
 export class RepositoryService {
-  private readonly locks = new Map<string, AsyncLock>();
+  private readonly locks = new KeyedLocks();
 
   constructor(private readonly deps: RepositoryDeps) {}
 
@@ -115,16 +119,16 @@ export class RepositoryService {
           depth: source.depth,
         });
         const rel = relativeRoot(source);
-        const record = this.recordDir(env.id, i);
-        await checkOut({
+        const request: CheckoutRequest = {
           mirror: point.dir,
           commit: point.commit,
           branch: point.branch,
           originUrl: source.url,
           target: join(env.directory, rel),
-          record,
+          record: this.recordDir(env.id, i),
           exclude: rel === "" ? ROOT_EXCLUDES : [],
-        });
+        };
+        await this.checkOutOrTakeSpare(request);
         await this.deps.mirrors.pin(point.dir, `${env.id}/${i}`, point.commit);
         await this.save(env.id, i, {
           source,
@@ -145,6 +149,20 @@ export class RepositoryService {
       }
     }
     return null;
+  }
+
+  /**
+   * A ready-made clone of the same mirror, commit, branch, URL and excludes when there is one (two renames), else a
+   * checkout; either way the next one is made in the background.
+   */
+  private async checkOutOrTakeSpare(req: CheckoutRequest): Promise<void> {
+    const spares = this.deps.spares;
+    const key = createHash("sha256")
+      .update(JSON.stringify([req.mirror, req.commit, req.branch, req.originUrl, req.exclude]))
+      .digest("hex")
+      .slice(0, 32);
+    if (!(spares && (await spares.take(key, req.target, req.record)))) await checkOut(req);
+    spares?.replenish(key, (tree, record) => checkOut({ ...req, target: tree, record }));
   }
 
   /** The environment is gone: its records go, and its pins in the mirrors. */
@@ -353,12 +371,7 @@ export class RepositoryService {
   }
 
   private locked<T>(dir: string, fn: () => Promise<T>): Promise<T> {
-    let lock = this.locks.get(dir);
-    if (!lock) {
-      lock = new AsyncLock();
-      this.locks.set(dir, lock);
-    }
-    return lock.run(fn);
+    return this.locks.run(dir, fn);
   }
 }
 

@@ -14,7 +14,7 @@
 import { createHash } from "node:crypto";
 import { mkdir, readdir, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { AsyncLock } from "../../kernel/lock.js";
+import { KeyedLocks } from "../../kernel/lock.js";
 import { FORCED_CONFIG, GitError, runGit } from "../git-store/git.js";
 import { diskUsageOf } from "../git-store/shadow-repo.js";
 import { type Remote, scrubbed, withRemote } from "./remote.js";
@@ -61,7 +61,7 @@ const FULL_ID = /^[0-9a-f]{40}$/;
 const PIN_PREFIX = "refs/pins/";
 
 export class Mirrors {
-  private readonly locks = new Map<string, AsyncLock>();
+  private readonly locks = new KeyedLocks();
   /** Fetches running, per mirror: a request that arrives meanwhile shares the result. */
   private readonly fetching = new Map<string, Promise<void>>();
   private readonly git: string;
@@ -306,12 +306,7 @@ export class Mirrors {
   }
 
   private locked<T>(dir: string, fn: () => Promise<T>): Promise<T> {
-    let lock = this.locks.get(dir);
-    if (!lock) {
-      lock = new AsyncLock();
-      this.locks.set(dir, lock);
-    }
-    return lock.run(fn);
+    return this.locks.run(dir, fn);
   }
 }
 

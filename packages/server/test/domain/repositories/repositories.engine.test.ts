@@ -3,7 +3,7 @@
 // a private repository with a vault credential the agent never sees; the workspace's changes committed and pushed
 // onto a branch after every turn (event, item, webhook data); a push the remote rejects; diffs and patch series;
 // ten sessions on one repository sharing one mirror; what is refused.
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -20,8 +20,9 @@ import type OpenAI from "openai";
 import type { AgentSessionEvent } from "openai/resources/beta/agents/agents";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { commandOutputs, shell } from "../../support/environment-helpers.js";
-import { type ServerFixture, startServer } from "../../support/fixture.js";
+import { type ServerFixture, startServer, waitFor } from "../../support/fixture.js";
 import { sdk } from "../../support/openai-helpers.js";
+import { onContainerBackend } from "../../support/sandbox.js";
 
 let f: ServerFixture;
 let client: OpenAI;
@@ -322,6 +323,41 @@ describe("repositories", () => {
       expect(existsSync(join(ws, ".git", "objects", "info", "alternates"))).toBe(false);
       expect(await gitOut(ws, ["-c", "safe.directory=*", "rev-parse", "HEAD"])).toBe(commits.second);
     }
+  });
+
+  it("a second session on the same repository and commit gets the ready-made clone, which works like any", async () => {
+    if (onContainerBackend) return; // (spares are the local backend's: a container's workspace is its own file system)
+    const url = http.url("public.git");
+    const spares = join(f.config.repositories.dir, "spares");
+    const ready = () => (existsSync(spares) ? readdirSync(spares).filter((n) => !n.includes(".")) : []);
+    const before = new Set(ready());
+    await runIn(
+      { type: "openai_hosted", repositories: [{ url, ref: "v1", path: "/workspace/app" }] },
+      "true",
+    );
+    const [spare] = await waitFor((): string[] | false => {
+      const made = ready().filter((n) => !before.has(n));
+      return made.length > 0 && made;
+    }, 60_000);
+    const inode = statSync(join(spares, spare!, "tree", ".git")).ino;
+    const { id, output, events } = await runIn(
+      {
+        type: "openai_hosted",
+        repositories: [{ url, ref: "v1", path: "/workspace/app", output: { type: "branch", push: false } }],
+      },
+      "cd app && git status --porcelain --branch && cat src/app.py && git remote get-url origin && echo more >> README.md",
+    );
+    const ws = await f.workspaceOf(id);
+    expect(statSync(join(ws, "app", ".git")).ino).toBe(inode);
+    expect(output).toContain(`## HEAD (no branch)\nprint('v1')\n${url}`);
+    const out = events.find((e) => (e.type as string) === "agent.session.repository.output") as
+      | { output: { base_commit: string; stats: { files: number }; push: string } }
+      | undefined;
+    expect(out?.output).toMatchObject({
+      base_commit: commits.first,
+      stats: { files: 1 },
+      push: "not_requested",
+    });
   });
 
   it("refuses what it cannot do, with the field and a code", async () => {
