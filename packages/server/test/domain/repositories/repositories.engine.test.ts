@@ -335,11 +335,8 @@ describe("repositories", () => {
       { type: "openai_hosted", repositories: [{ url, ref: "v1", path: "/workspace/app" }] },
       "true",
     );
-    const [spare] = await waitFor((): string[] | false => {
-      const made = ready().filter((n) => !before.has(n));
-      return made.length > 0 && made;
-    }, 60_000);
-    const inode = statSync(join(spares, spare!, "tree", ".git")).ino;
+    const spare = await waitFor(() => ready().find((n) => !before.has(n)), 60_000);
+    const inode = statSync(join(spares, spare, "tree", ".git")).ino;
     const { id, output, events } = await runIn(
       {
         type: "openai_hosted",
