@@ -336,7 +336,7 @@ describe("repositories", () => {
       "true",
     );
     const spare = await waitFor(() => ready().find((n) => !before.has(n)), 60_000);
-    const inode = statSync(join(spares, spare, "tree", ".git")).ino;
+    const inode = statSync(join(spares, spare ?? "", "tree", ".git")).ino;
     const { id, output, events } = await runIn(
       {
         type: "openai_hosted",
