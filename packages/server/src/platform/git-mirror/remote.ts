@@ -47,8 +47,16 @@ export function remoteConfig(remote: Remote): string {
     '\tsshCommand = "false"',
     "[gc]",
     "\tauto = 0",
+    // Objects are checked as they arrive (a tree naming `.git` or a hostile `.gitmodules` is refused), but not
+    // for the cosmetic faults old repositories often carry.
     "[fetch]",
     "\tfsckObjects = true",
+    '[fetch "fsck"]',
+    "\tzeroPaddedFilemode = ignore",
+    "\tbadTimezone = ignore",
+    "\tmissingSpaceBeforeDate = ignore",
+    "\tbadDate = ignore",
+    "\tmissingEmail = ignore",
     "[transfer]",
     "\tfsckObjects = true",
   ];

@@ -35,6 +35,8 @@ describe("remote configuration", () => {
     expect(lines.filter((l) => l.startsWith("protocol.") && l.endsWith("=always"))).toHaveLength(1);
     expect(lines).toContain("http.followredirects=false");
     expect(lines).toContain("credential.helper=");
+    expect(lines).toContain("fetch.fsckobjects=true");
+    expect(lines).toContain("fetch.fsck.zeropaddedfilemode=ignore");
     expect(lines).toContain("http.curloptresolve=git.example.com:443:[2001:db8::1]");
     // The header is under the credential's prefix only (a quote in it cannot end the section).
     expect(lines).toContain(
