@@ -153,7 +153,9 @@ describe("smart HTTP (git http-backend)", () => {
     const header = basic("alice", PASSWORD);
     await gitOut(tmp, [...withAuth(header), "clone", "-q", http!.url("private.git"), dest]);
     expect(await readFile(join(dest, "src/main.txt"), "utf8")).toBe(FILES["src/main.txt"]);
-    expect(http!.requests.filter((r) => r.path.startsWith("/private.git/")).at(-1)?.authorization).toBe(header);
+    expect(http!.requests.filter((r) => r.path.startsWith("/private.git/")).at(-1)?.authorization).toBe(
+      header,
+    );
   });
 
   it("a push needs credentials, then lands", async () => {
