@@ -1,17 +1,19 @@
 // The mock Responses API lives in @codex-agent-api/mock-model; re-exported so existing imports keep working.
 export * from "@codex-agent-api/mock-model";
 export {
-  commitFiles,
-  type GitDaemon,
   type GitHttpRequest,
   type GitHttpServer,
   type GitHttpServerOptions,
+  startGitHttpServer,
+} from "./git-http-server.js";
+export {
+  commitFiles,
+  type GitDaemon,
   type GitOutOptions,
   gitOut,
   makeBareFrom,
   makeRepo,
   startGitDaemon,
-  startGitHttpServer,
 } from "./git-servers.js";
 export {
   type ApprovalPolicy,
