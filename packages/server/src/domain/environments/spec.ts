@@ -9,10 +9,6 @@
  */
 import { z } from "zod";
 import { badRequest } from "../../kernel/errors.js";
-import { unsupported, WORKSPACE_ROOT, workspaceDirectory, workspaceFilePath } from "./paths.js";
-
-export { unsupported, WORKSPACE_ROOT, workspaceDirectory, workspaceFilePath };
-
 import type { RepositorySource } from "../../model/records.js";
 import type {
   EnvironmentConfig,
@@ -22,6 +18,9 @@ import type {
   TemplateFileInfo,
 } from "../../store/types.js";
 import { parseRepositories, RepositoriesParam } from "../repositories/spec.js";
+import { unsupported, WORKSPACE_ROOT, workspaceDirectory, workspaceFilePath } from "./paths.js";
+
+export { unsupported, WORKSPACE_ROOT, workspaceDirectory, workspaceFilePath };
 
 const STD_BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
