@@ -219,5 +219,18 @@ function sampleData(type: WebhookEventType): Record<string, unknown> {
   if (type.startsWith("agent.environment.")) return { id: `env_test_${randomBytes(8).toString("hex")}` };
   const id = `sess_test_${randomBytes(8).toString("hex")}`;
   if (type === "agent.session.action_required") return { id, required_action: { type: "function_call" } };
+  if (type === "agent.session.repository.output") {
+    const commit = randomBytes(20).toString("hex");
+    return {
+      id,
+      turn_id: null,
+      repository: 0,
+      url: "https://git.example.com/app.git",
+      branch: `codex/${id}`,
+      commit,
+      push: "pushed",
+      error: null,
+    };
+  }
   return { id, environment_type: "none" };
 }

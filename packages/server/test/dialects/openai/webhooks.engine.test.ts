@@ -416,7 +416,13 @@ describe("webhooks (targets on this machine allowed)", () => {
     expect(changed.updated_at!).toBeGreaterThan(a.updated_at!);
     expect(await client.webhooks.eventTypes.list()).toEqual({
       object: "list",
-      data: [...ALL, "agent.environment.ready", "agent.environment.failed", "agent.environment.expired"],
+      data: [
+        ...ALL,
+        "agent.environment.ready",
+        "agent.environment.failed",
+        "agent.environment.expired",
+        "agent.session.repository.output",
+      ],
     });
     expectApiError(
       await rejection(
