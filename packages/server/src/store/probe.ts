@@ -17,6 +17,8 @@ export async function probeDatabase(
   if ("postgresUrl" in target) {
     const { default: pg } = await import("pg");
     const client = new pg.Client({ connectionString: target.postgresUrl, connectionTimeoutMillis: 5_000 });
+    // A connection that breaks between statements is an error of the probe, not of the process.
+    client.on("error", () => undefined);
     try {
       await client.connect();
       const schema = await client

@@ -8,6 +8,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { MIGRATIONS, PostgresStore, SCHEMA_VERSION } from "../../src/store/postgres/index.js";
 import type { NewEvent } from "../../src/store/types.js";
 import { dropTestDatabase, pgTestUrl } from "../support/postgres.js";
+import { tcpProxy } from "../support/tcp-proxy.js";
 import {
   delta,
   finishItem,
@@ -104,6 +105,29 @@ describe("PostgresStore", () => {
   });
   afterEach(async () => {
     await Promise.all(stores.splice(0).map((s) => s.close()));
+  });
+
+  it("a connection that breaks while a transaction holds it fails that transaction, never the process", async () => {
+    const proxy = await tcpProxy(Number(new URL(await testUrl()).port || 5432));
+    const url = new URL(await testUrl());
+    url.port = String(proxy.port);
+    const store = await track(PostgresStore.open(url.toString()));
+    try {
+      const failed = await store
+        .transaction(async (tx) => {
+          await tx.getSession("none");
+          // Between two statements the connection goes (the client is checked out, no query is running).
+          await proxy.cut();
+          await tx.getSession("none");
+        })
+        .then(
+          () => null,
+          (err: unknown) => err,
+        );
+      expect(failed).toBeInstanceOf(Error);
+    } finally {
+      await proxy.close();
+    }
   });
 
   describe("migrations", () => {

@@ -13,6 +13,7 @@ import pg from "pg";
 import type { Queries, Store } from "../types.js";
 import { agentQueries } from "./agents.js";
 import { automationQueries } from "./automations.js";
+import { checkedOut } from "./checkout.js";
 import { PG_TYPES, PgDb } from "./db.js";
 import { environmentQueries } from "./environments.js";
 import { eventQueries } from "./events.js";
@@ -89,33 +90,31 @@ function compose(pool: pg.Pool, migrated: Migrated, url: string): PostgresStore 
     pool,
     migrated,
     url,
-    async transaction<T>(fn: (tx: Queries) => Promise<T>): Promise<T> {
-      const client = await pool.connect();
-      const db = new PgDb(client, true);
-      let broken: Error | undefined;
-      try {
-        await client.query("BEGIN");
-        let result: T;
+    transaction<T>(fn: (tx: Queries) => Promise<T>): Promise<T> {
+      return checkedOut(pool, async (client, broken) => {
+        const db = new PgDb(client, true);
         try {
-          result = await fn(queries(db));
-          await db.finish();
+          await client.query("BEGIN");
+          let result: T;
+          try {
+            result = await fn(queries(db));
+            await db.finish();
+          } catch (err) {
+            await db.finish();
+            await client.query("ROLLBACK").catch((e: Error) => {
+              broken.error ??= e;
+            });
+            throw err;
+          }
+          await client.query("COMMIT");
+          return result;
         } catch (err) {
-          await db.finish();
-          await client.query("ROLLBACK").catch((e: Error) => {
-            broken = e;
-          });
+          // a failed BEGIN/COMMIT leaves the connection in doubt: drop it rather than reuse it
+          if (client.getTransactionStatus() !== "I")
+            broken.error ??= err instanceof Error ? err : new Error(String(err));
           throw err;
         }
-        await client.query("COMMIT");
-        return result;
-      } catch (err) {
-        // a failed BEGIN/COMMIT leaves the connection in doubt: drop it rather than reuse it
-        if (client.getTransactionStatus() !== "I")
-          broken ??= err instanceof Error ? err : new Error(String(err));
-        throw err;
-      } finally {
-        client.release(broken);
-      }
+      });
     },
     close() {
       closed ??= pool.end();

@@ -8,6 +8,7 @@
  * whose row lock serialises appends to a session across instances (see append_events).
  */
 import type pg from "pg";
+import { checkedOut } from "./checkout.js";
 
 export const MIGRATIONS: readonly string[] = [
   // 1: the schema of SQLite version 3 (projects, API keys, item states, required actions, turn leases), the log
@@ -491,10 +492,8 @@ export interface Migrated {
  * at once migrate exactly once (the others wait, then find nothing to do). Refuses a database written by a newer
  * build.
  */
-export async function migrate(pool: pg.Pool): Promise<Migrated> {
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  try {
+export function migrate(pool: pg.Pool): Promise<Migrated> {
+  return checkedOut(pool, async (client, broken) => {
     await client.query("BEGIN");
     try {
       await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK_KEY.toString()]);
@@ -519,11 +518,9 @@ export async function migrate(pool: pg.Pool): Promise<Migrated> {
       return { from, to: MIGRATIONS.length };
     } catch (err) {
       await client.query("ROLLBACK").catch((e: Error) => {
-        broken = e;
+        broken.error ??= e;
       });
       throw err;
     }
-  } finally {
-    client.release(broken);
-  }
+  });
 }

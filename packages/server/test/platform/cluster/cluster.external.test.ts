@@ -3,7 +3,6 @@
 // claimed it and every other instance streams it, steers, cancels and answers it; the conversation follows the
 // session from instance to instance; a killed owner's turns are taken over and ended; a zombie stops its engines.
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { createServer, type Server, Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MockResponsesServer, scriptedModel } from "@codex-agent-api/testkit";
@@ -26,6 +25,7 @@ import {
 } from "../../support/fixture.js";
 import { EventLog, messageEvent, sdk } from "../../support/openai-helpers.js";
 import { dropTestDatabase, pgTestUrl } from "../../support/postgres.js";
+import { tcpProxy } from "../../support/tcp-proxy.js";
 
 let dir: string;
 let dbUrl: string;
@@ -453,7 +453,7 @@ describe("an instance dies", () => {
     await waitFor(() => existsSync(cmd.started), 20_000, "the command to start");
     const commandPid = cmd.pids()[0] ?? 0;
     expect(commandPid).toBeGreaterThan(0);
-    proxy.cut();
+    void proxy.cut();
     // The owner process lives on, but it must stop its engines (and so the command) by itself.
     await waitFor(() => !isAlive(commandPid), 20_000, "the zombie's command to be stopped");
     expect(owner.child.exitCode, `the owner exited: ${owner.stderr().slice(-3000)}`).toBeNull();
@@ -468,40 +468,3 @@ describe("an instance dies", () => {
     await proxy.close();
   });
 });
-
-/** A TCP proxy to a local port whose connections can all be cut at once (and new ones refused). */
-async function tcpProxy(
-  target: number,
-): Promise<{ port: number; cut: () => void; close: () => Promise<void> }> {
-  const sockets = new Set<Socket>();
-  let open = true;
-  const server: Server = createServer((client) => {
-    if (!open) {
-      client.destroy();
-      return;
-    }
-    const upstream = new Socket();
-    sockets.add(client);
-    sockets.add(upstream);
-    upstream.connect(target, "127.0.0.1");
-    client.pipe(upstream).pipe(client);
-    const drop = () => {
-      client.destroy();
-      upstream.destroy();
-      sockets.delete(client);
-      sockets.delete(upstream);
-    };
-    client.on("error", drop).on("close", drop);
-    upstream.on("error", drop).on("close", drop);
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const port = (server.address() as { port: number }).port;
-  return {
-    port,
-    cut() {
-      open = false;
-      for (const s of sockets) s.destroy();
-    },
-    close: () => new Promise<void>((r) => server.close(() => r())),
-  };
-}
