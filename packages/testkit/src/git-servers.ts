@@ -9,9 +9,9 @@
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdir, realpath, stat, writeFile } from "node:fs/promises";
-import type { createServer, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
+import type { createServer } from "node:http";
 import { type AddressInfo, connect, createServer as createNetServer } from "node:net";
-import { dirname, isAbsolute, posix, relative, resolve } from "node:path";
+import { dirname, isAbsolute, relative, resolve } from "node:path";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Running git
