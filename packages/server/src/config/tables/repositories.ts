@@ -18,7 +18,8 @@ const dir = value({
   path: true,
   help: [
     "where repository mirrors and sessions' private repository records are kept",
-    "(AGENT_REPOSITORY_DIR, default <data-dir>/repositories); outside the workspace root",
+    "(AGENT_REPOSITORY_DIR, default <data-dir>/repositories); outside the workspace root;",
+    "instances sharing a database need it on shared storage, like the workspace",
   ],
 });
 

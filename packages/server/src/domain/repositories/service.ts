@@ -346,8 +346,13 @@ export class RepositoryService {
       );
     }
     const state = await this.load(env.id, index).catch(() => null);
-    if (!state)
-      throw conflict(`Repository ${index} of the environment was not checked out`, "repository_unavailable");
+    if (!state) {
+      throw conflict(
+        `Repository ${index} of the environment has no record on this instance (with several instances, ` +
+          "--repository-dir must be on storage they all see)",
+        "repository_unavailable",
+      );
+    }
     const record = new RepositoryRecord(
       this.recordDir(env.id, index),
       join(env.directory, relativeRoot(state.source)),
