@@ -15,6 +15,32 @@ function messageText(item: MessageItem): string {
     .join("");
 }
 
+/** This server's own item: what it committed (and pushed) of a repository of the session's environment. */
+interface Output {
+  branch: string;
+  commit: string;
+  url: string;
+  push: "pushed" | "failed" | "not_requested";
+  error: string | null;
+  stats: { files: number; insertions: number; deletions: number };
+}
+
+function RepositoryOutput(props: { item: Output }) {
+  const { item } = props;
+  const what =
+    item.push === "pushed" ? "Pushed" : item.push === "failed" ? "Committed, push failed:" : "Committed";
+  return (
+    <div className="item tool" data-item-type="repository_output" data-push={item.push}>
+      <div className="who">Repository</div>
+      <div className="text">
+        {what} {item.push === "failed" ? item.error : null} <code>{item.branch}</code> @{" "}
+        <code>{item.commit.slice(0, 12)}</code> ({item.stats.files} files, +{item.stats.insertions} −
+        {item.stats.deletions}) — {item.url}
+      </div>
+    </div>
+  );
+}
+
 /** One item of the timeline, drawn by its type. */
 export function ItemView(props: { entry: Entry }) {
   const { item, live } = props.entry;
@@ -53,6 +79,8 @@ export function ItemView(props: { entry: Entry }) {
         </div>
       );
     default:
+      if ((item.type as string) === "repository_output")
+        return <RepositoryOutput item={item as unknown as Output} />;
       return (
         <div className="item other" data-item-type={item.type}>
           <div className="who">{item.type}</div>
