@@ -28,7 +28,8 @@ beforeAll(async () => {
   });
   server = await startCliServer(
     join(dir, "data"),
-    [],
+    // (test_repositories.py starts a session from a repository that is a path on this machine)
+    ["--allow-local-repositories"],
     { AGENT_SSE_KEEPALIVE_MS: "200" },
     { modelUrl: mock.url },
   );
