@@ -76,6 +76,10 @@ export interface OutputRequest {
 }
 
 const AUTHOR = { name: "Codex agent", email: "agent@codex-agent-api.invalid" };
+/** An environment whose repositories are checked out (prepared, and maybe bound to its thread). */
+const prepared = (env: EnvironmentRecord) => env.status === "ready" || env.status === "connected";
+/** A local repository's path as git is given it (and its mirror is keyed by). */
+const withoutFileScheme = (url: string) => url.replace(/^file:\/\//, "");
 /** Left out of a repository at the workspace's root: the environment's own directories and the outputs. */
 const ROOT_EXCLUDES = ["/.environment/", "/.venv/", "/outputs/", "/.codex/"];
 
@@ -178,7 +182,7 @@ export class RepositoryService {
 
   /** Where a project's mirror of a URL is (whether or not it exists). */
   mirrorOf(projectId: string, url: string): string {
-    return this.deps.mirrors.mirrorDir(projectId, url.startsWith("file://") ? url.slice(7) : url);
+    return this.deps.mirrors.mirrorDir(projectId, withoutFileScheme(url));
   }
 
   /** The session's environment, which its repositories belong to (404: it has none, or none with repositories). */
@@ -268,9 +272,9 @@ export class RepositoryService {
         push: result === null ? "not_requested" : result.ok ? "pushed" : "failed",
         error: result && !result.ok ? `the remote refused the push: ${result.reason}` : null,
       };
-      state.outputs.push({ commit, branch, push: item.push, at: this.deps.clock.now() });
-      await this.save(env.id, index, state);
       const now = this.deps.clock.now();
+      state.outputs.push({ commit, branch, push: item.push, at: now });
+      await this.save(env.id, index, state);
       await this.deps.hub.append(
         session.id,
         { type: "repository.output", data: { item } },
@@ -290,7 +294,7 @@ export class RepositoryService {
     const id = session.extra.environment_id;
     if (typeof id !== "string" || turn.subagent_id) return;
     const env = await this.deps.environment(id);
-    if (!env || (env.status !== "ready" && env.status !== "connected")) return;
+    if (!env || !prepared(env)) return;
     for (const [i, source] of (env.config.repositories ?? []).entries()) {
       if (!source.output) continue;
       try {
@@ -312,23 +316,27 @@ export class RepositoryService {
       ? await this.deps.gitAuth(projectId, source.credential, source.url, where)
       : null;
     if (kind === "local") {
-      return { url: source.url.replace(/^file:\/\//, ""), kind, auth: null, pin: null };
+      return { url: withoutFileScheme(source.url), kind, auth: null, pin: null };
     }
     const u = new URL(source.url);
-    let pin: Remote["pin"] = null;
+    let address: string | null;
     try {
-      const address = await this.deps.guard.pinnedAddress(u);
-      if (address) {
-        const port = Number(u.port) || (kind === "https" ? 443 : kind === "http" ? 80 : 9418);
-        pin = { host: u.hostname.replace(/^\[|\]$/g, ""), port, address };
-      }
+      address = await this.deps.guard.pinnedAddress(u);
     } catch (err) {
       if (err instanceof TargetRefused)
         throw badRequest(`the repository's address is refused: ${err.message}`, where);
       throw err;
     }
     // git:// has no name pinning in git: the name is checked now, and git resolves it again (documented).
-    return { url: source.url, kind, auth, pin: kind === "git" ? null : pin };
+    const pin =
+      address && kind !== "git"
+        ? {
+            host: u.hostname.replace(/^\[|\]$/g, ""),
+            port: Number(u.port) || (kind === "https" ? 443 : 80),
+            address,
+          }
+        : null;
+    return { url: source.url, kind, auth, pin };
   }
 
   private async open(
@@ -339,7 +347,7 @@ export class RepositoryService {
     if (!Number.isInteger(index) || index < 0 || index >= sources.length) {
       throw notFound(`The session's environment has no repository ${index}`, "repository");
     }
-    if (env.status !== "ready" && env.status !== "connected") {
+    if (!prepared(env)) {
       throw conflict(
         `The session's environment is ${env.status}: its repositories are not ready`,
         "environment_not_ready",

@@ -15,9 +15,9 @@ import { createHash } from "node:crypto";
 import { mkdir, readdir, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { KeyedLocks } from "../../kernel/lock.js";
-import { FORCED_CONFIG, GitError, runGit } from "../git-store/git.js";
+import { FORCED_CONFIG, runGit } from "../git-store/git.js";
 import { diskUsageOf } from "../git-store/shadow-repo.js";
-import { type Remote, scrubbed, withRemote } from "./remote.js";
+import { gitFailure, type Remote, withRemote } from "./remote.js";
 
 export interface MirrorSettings {
   /** The repositories directory (`mirrors/` and `scratch/` go under it). */
@@ -198,27 +198,25 @@ export class Mirrors {
         ),
       );
     } catch (err) {
-      if (controller.signal.aborted) {
-        throw new MirrorError(
-          "repository_too_large",
-          `the repository is larger than this server allows (${this.settings.maxBytes} bytes)`,
-        );
-      }
-      const why = err instanceof GitError ? err.stderr.trim() || err.message : String(err);
-      throw new MirrorError("repository_fetch_failed", `git fetch failed: ${scrubbed(why, req.remote)}`);
+      if (controller.signal.aborted) throw this.tooLarge();
+      throw new MirrorError("repository_fetch_failed", `git fetch failed: ${gitFailure(err, req.remote)}`);
     } finally {
       clearInterval(watch);
     }
     // A fetch quicker than the watch: checked once more. An unpinned mirror over the limit goes.
     if ((await diskUsageOf(dir)) > this.settings.maxBytes) {
       if ((await this.pins(dir)).length === 0) await rm(dir, { recursive: true, force: true });
-      throw new MirrorError(
-        "repository_too_large",
-        `the repository is larger than this server allows (${this.settings.maxBytes} bytes)`,
-      );
+      throw this.tooLarge();
     }
     await this.touch(dir);
     void this.prune().catch(() => undefined);
+  }
+
+  private tooLarge(): MirrorError {
+    return new MirrorError(
+      "repository_too_large",
+      `the repository is larger than this server allows (${this.settings.maxBytes} bytes)`,
+    );
   }
 
   /** Stops the fetch (aborts `controller`) when the mirror grows beyond the limit (checked every 200 ms, and once it has ended). */
@@ -251,8 +249,10 @@ export class Mirrors {
         }).then((r) => r.stdout.toString("utf8")),
       );
     } catch (err) {
-      const why = err instanceof GitError ? err.stderr.trim() || err.message : String(err);
-      throw new MirrorError("repository_fetch_failed", `git ls-remote failed: ${scrubbed(why, req.remote)}`);
+      throw new MirrorError(
+        "repository_fetch_failed",
+        `git ls-remote failed: ${gitFailure(err, req.remote)}`,
+      );
     }
     const m = /^ref: refs\/heads\/(\S+)\tHEAD$/m.exec(out);
     if (!m)

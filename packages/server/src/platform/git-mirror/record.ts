@@ -6,8 +6,8 @@
  */
 import { copyFile, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { FORCED_CONFIG, GitError, runGit } from "../git-store/git.js";
-import { type Remote, scrubbed, withRemote } from "./remote.js";
+import { FORCED_CONFIG, runGit } from "../git-store/git.js";
+import { gitFailure, type Remote, scrubbed, withRemote } from "./remote.js";
 import { RECORD_CONFIG } from "./workspace.js";
 
 export interface Author {
@@ -153,8 +153,7 @@ export class RepositoryRecord {
           : scrubbed(text.trim() || "push failed", remote),
       };
     } catch (err) {
-      const why = err instanceof GitError ? err.stderr.trim() || err.message : String(err);
-      return { ok: false, reason: scrubbed(why, remote) };
+      return { ok: false, reason: gitFailure(err, remote) };
     }
   }
 

@@ -11,6 +11,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { GitError } from "../git-store/git.js";
 
 /** A remote as the service's git is given it. */
 export interface Remote {
@@ -91,6 +92,12 @@ export async function withRemote<T>(
   } finally {
     await rm(file, { force: true });
   }
+}
+
+/** What a failed git call said (its stderr, else its message), scrubbed of what must not leave the service. */
+export function gitFailure(err: unknown, remote: Remote): string {
+  const why = err instanceof GitError ? err.stderr.trim() || err.message : String(err);
+  return scrubbed(why, remote);
 }
 
 /** Replaces what must not leave the service (the credential, the pinned address) in git's messages. */

@@ -181,11 +181,7 @@ export class OutboundGuard {
 
   /** Checks a URL's host as written and every address its name resolves to now; throws TargetRefused. */
   async checkResolved(url: URL): Promise<void> {
-    this.checkHost(url);
-    if (this.allowPrivate) return;
-    const host = hostOf(url);
-    if (isIP(host)) return;
-    this.checkAddresses(host, await this.resolveNow(host));
+    await this.pinnedAddress(url);
   }
 
   /**
