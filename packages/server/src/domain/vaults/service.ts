@@ -340,8 +340,8 @@ export class VaultService {
   }
 
   /**
-   * A `git_http` credential of the project for a repository URL: 404 when there is none, 400 when the URL is not
-   * under the credential's own. `open`: also the header to send (the secret opened); otherwise only checked.
+   * A `git_http` credential of the project for a repository URL, opened: the header to send. 404 when there is
+   * none, 400 when the URL is not under the credential's own.
    */
   async gitAuth(projectId: string, id: string, url: string, where: string): Promise<GitAuth> {
     const c = await this.deps.store.getVaultCredential(id);
@@ -702,5 +702,5 @@ function underPrefix(url: string, prefix: string): boolean {
   }
   if (u.protocol !== p.protocol || u.host !== p.host) return false;
   const base = p.pathname.replace(/\/+$/, "");
-  return u.pathname === base || u.pathname.startsWith(`${base}/`) || base === "";
+  return u.pathname === base || u.pathname.startsWith(`${base}/`);
 }
