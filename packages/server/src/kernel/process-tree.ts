@@ -97,6 +97,28 @@ export function killRemaining(procs: readonly ProcessRef[]): number {
   return killed;
 }
 
+/**
+ * Ends everything working in `dir` (`processesIn`), sweeping again until a sweep has found nothing for `quietMs`
+ * (a process a sandbox wrapper was starting when the first sweep ran appears only after it), or until `timeoutMs`.
+ * Returns how many processes it ended.
+ */
+export async function endEverythingIn(dir: string, quietMs = 300, timeoutMs = 5000): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  let ended = 0;
+  let lastSeen = Date.now();
+  while (Date.now() < deadline) {
+    const found = processesIn(dir);
+    if (found.length > 0) {
+      ended += killRemaining(found);
+      lastSeen = Date.now();
+    } else if (Date.now() - lastSeen >= quietMs) {
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return ended;
+}
+
 /** Whether a process with this pid exists (one of another user's counts: signalling it is refused, not failed). */
 export function pidAlive(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false;

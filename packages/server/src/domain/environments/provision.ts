@@ -17,7 +17,7 @@ import { appendFileSync, existsSync, mkdirSync, realpathSync, statSync } from "n
 import { dirname, join } from "node:path";
 import type { Logger } from "pino";
 import type { EnvironmentSettings } from "../../config/load.js";
-import { killRemaining, processesIn } from "../../kernel/process-tree.js";
+import { endEverythingIn } from "../../kernel/process-tree.js";
 import { SETUP_PERMISSION_PROFILE } from "../../platform/engine/codex-home.js";
 import type { Engines, SecretSubstitution } from "../../platform/engine/types.js";
 import type { Sandboxes } from "../../platform/sandbox/sandboxes.js";
@@ -378,6 +378,9 @@ export class Provisioner {
     this.running.set(job.id, ids);
     const timeoutMs = this.deps.settings.setupTimeoutSeconds * 1000;
     const started = Date.now();
+    // As /proc shows working directories, read while the directory exists (a deleted session's goes meanwhile).
+    const directory = realDirectory(job.directory);
+    let timedOut = false;
     try {
       const r = await this.deps.engines.call<{ exitCode: number; stdout: string; stderr: string }>(
         "command/exec",
@@ -394,8 +397,7 @@ export class Provisioner {
       );
       const output = mergedOutput(r.stdout, r.stderr);
       // The engine ends a command that runs out of time with exit code 124.
-      const timedOut = r.exitCode === 124 && Date.now() - started >= timeoutMs * 0.95;
-      if (timedOut || this.cancelled.has(job.id)) this.endLeftovers(job);
+      timedOut = r.exitCode === 124 && Date.now() - started >= timeoutMs * 0.95;
       return { exitCode: r.exitCode, output, timedOut };
     } catch (err) {
       return {
@@ -405,6 +407,8 @@ export class Provisioner {
       };
     } finally {
       ids.delete(processId);
+      // A terminate can make the call fail as well as return: either way nothing of the command may live on.
+      if (directory && (timedOut || this.cancelled.has(job.id))) await this.endLeftovers(job, directory);
     }
   }
 
@@ -414,14 +418,8 @@ export class Provisioner {
    * process and its `sleep` lived on, reparented, out of reach of the engine's own clean-up). Whatever still works in
    * the environment's directory is ended here.
    */
-  private endLeftovers(job: ProvisionJob): void {
-    let directory: string;
-    try {
-      directory = realpathSync(job.directory); // as /proc shows working directories
-    } catch {
-      return;
-    }
-    const left = killRemaining(processesIn(directory));
+  private async endLeftovers(job: ProvisionJob, directory: string): Promise<void> {
+    const left = await endEverythingIn(directory);
     if (left > 0) {
       this.deps.logger.warn(
         { environment: job.id, processes: left },
@@ -461,6 +459,15 @@ export class Provisioner {
         resolve({ exitCode: timedOut ? 124 : (code ?? -1), output, timedOut });
       });
     });
+  }
+}
+
+/** A directory's real path, or null if it is not there. */
+function realDirectory(path: string): string | null {
+  try {
+    return realpathSync(path);
+  } catch {
+    return null;
   }
 }
 
