@@ -7,8 +7,8 @@
  */
 import { timingSafeEqual } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { KeyService } from "../domain/keys.js";
 import { unauthorized } from "../kernel/errors.js";
-import type { Core } from "../main/compose.js";
 import { DEFAULT_PROJECT, type Scope } from "../model/scope.js";
 
 declare module "fastify" {
@@ -58,8 +58,13 @@ export function isOpenPath(url: string): boolean {
   );
 }
 
-export function installAuth(app: FastifyInstance, core: Core): void {
-  const token = core.config.token;
+/** What authentication needs: the operator's `--token` (or null) and the project keys. */
+export interface AuthSources {
+  token: string | null;
+  keys: Pick<KeyService, "authenticate" | "enabled">;
+}
+
+export function installAuth(app: FastifyInstance, { token, keys }: AuthSources): void {
   app.decorateRequest("scope", null as unknown as Scope);
   app.decorateRequest("keyId", null);
   app.addHook("onRequest", async (req) => {
@@ -73,14 +78,14 @@ export function installAuth(app: FastifyInstance, core: Core): void {
       return;
     }
     for (const given of credentials) {
-      const scope = await core.keys.authenticate(given);
+      const scope = await keys.authenticate(given);
       if (scope) {
         req.scope = { projectId: scope.projectId, admin: scope.admin };
         req.keyId = scope.keyId;
         return;
       }
     }
-    if (token || (await core.keys.enabled())) throw unauthorized();
+    if (token || (await keys.enabled())) throw unauthorized();
     req.scope = OPERATOR;
   });
 }

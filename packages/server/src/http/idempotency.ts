@@ -33,7 +33,7 @@ interface InFlight {
 }
 
 /** Requests being applied right now, per store (one service), by scope + key. */
-const inFlight = new WeakMap<Store, Map<string, InFlight>>();
+const inFlight = new WeakMap<IdempotencyRecords["store"], Map<string, InFlight>>();
 
 const mismatch = (key: string) =>
   conflict(
@@ -42,9 +42,14 @@ const mismatch = (key: string) =>
   );
 
 /** `fingerprint`: what identifies the request (default its JSON body; an upload gives its contents' hash). */
+/** Where answers to keyed requests are kept, and the clock that dates them. */
+export interface IdempotencyRecords {
+  store: Pick<Store, "getIdempotency" | "putIdempotency">;
+  clock: Clock;
+}
+
 export async function idempotent(
-  store: Store,
-  clock: Clock,
+  { store, clock }: IdempotencyRecords,
   scope: string,
   req: FastifyRequest,
   reply: FastifyReply,

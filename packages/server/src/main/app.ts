@@ -1,6 +1,7 @@
 /** The HTTP app: trust boundaries, auth, error shapes, and one plugin per wire dialect. */
 import Fastify, { type FastifyBaseLogger } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { createApplication } from "../application/index.js";
 import { traceRoutes } from "../dialects/openai/traces.js";
 import { Observability } from "../features/observability/index.js";
 import type { App } from "../http/app-types.js";
@@ -83,18 +84,19 @@ export function buildApp(core: Core, observability = new Observability(core)): A
     allowedHosts: new Set(core.config.allowedHosts),
     corsOrigins: new Set(core.config.corsOrigins),
   });
-  installAuth(app, core);
+  installAuth(app, { token: core.config.token, keys: core.keys });
   installRateLimit(app, core.config.rateLimitPerMinute);
   // The OpenAPI documents collect routes as they are registered: every route comes after, in a plugin.
   installOpenApi(app);
+  const application = createApplication(core, { resource: observability.resource });
   app.register(async (ops: App) => {
     healthRoutes(ops, core);
     metricsRoutes(ops, observability.metrics);
     openapiRoutes(ops);
     consoleRoutes(ops);
-    traceRoutes(ops, core, observability);
+    traceRoutes(ops, application);
   });
-  for (const plugin of dialectPlugins(core)) app.register(plugin);
+  for (const plugin of dialectPlugins(application)) app.register(plugin);
   app.register(async (rest: App) => {
     for (const url of UNIMPLEMENTED) {
       rest.route({

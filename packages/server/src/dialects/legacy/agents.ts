@@ -1,9 +1,8 @@
 import { z } from "zod";
+import type { Application } from "../../application/index.js";
 import { APPROVAL_POLICIES, type ApprovalPolicy } from "../../domain/settings.js";
-import { parseTools } from "../../domain/tools.js";
 import type { App } from "../../http/app-types.js";
 import { AgentParams, Metadata } from "../../http/validate.js";
-import type { Core } from "../../main/compose.js";
 import { allPages } from "./all-pages.js";
 import * as template from "./render.js";
 
@@ -23,8 +22,7 @@ export const AgentBody = z
 export const approvalSetting = (b: { approval_policy?: ApprovalPolicy | null | undefined }) =>
   b.approval_policy !== undefined ? { settings: { approval_policy: b.approval_policy } } : {};
 
-export function agentRoutes(app: App, core: Core): void {
-  const { agents } = core;
+export function agentRoutes(app: App, { agents }: Application): void {
   app.post("/v1/agents", { schema: { body: AgentBody } }, async (req) => {
     const b = req.body;
     return template.agentObject(
@@ -32,11 +30,7 @@ export function agentRoutes(app: App, core: Core): void {
         name: b.name ?? null,
         ...(b.model !== undefined ? { model: b.model } : {}),
         instructions: b.instructions ?? null,
-        tools: await parseTools(b.tools ?? [], {
-          strict: false,
-          allowStdio: core.config.allowMcpStdio,
-          targets: core.outbound,
-        }),
+        tools: { raw: b.tools ?? [], strict: false },
         metadata: b.metadata ?? {},
         ...approvalSetting(b),
       }),
@@ -56,15 +50,7 @@ export function agentRoutes(app: App, core: Core): void {
         ...(b.name !== undefined ? { name: b.name } : {}),
         ...(b.model !== undefined ? { model: b.model } : {}),
         ...(b.instructions !== undefined ? { instructions: b.instructions } : {}),
-        ...(b.tools !== undefined
-          ? {
-              tools: await parseTools(b.tools ?? [], {
-                strict: false,
-                allowStdio: core.config.allowMcpStdio,
-                targets: core.outbound,
-              }),
-            }
-          : {}),
+        ...(b.tools !== undefined ? { tools: { raw: b.tools ?? [], strict: false } } : {}),
         ...(b.metadata !== undefined ? { metadata: b.metadata ?? {} } : {}),
         ...approvalSetting(b),
       }),

@@ -1,16 +1,14 @@
+import type { Application } from "../../application/index.js";
 import type { App } from "../../http/app-types.js";
 import { ArtifactParams } from "../../http/validate.js";
-import type { Core } from "../../main/compose.js";
-import { deleteArtifact, readArtifact, writeUpload } from "../../platform/workspace/index.js";
 
-export function artifactRoutes(app: App, core: Core): void {
-  const { sessions, config } = core;
+export function artifactRoutes(app: App, { sessions, artifacts }: Application): void {
   app.get(
     "/v1/agents/sessions/:session_id/artifacts/:artifact_id",
     { schema: { params: ArtifactParams } },
     async (req) => {
       const s = await sessions.get(req.scope, req.params.session_id);
-      const { info, content } = readArtifact(s.workspace, req.params.artifact_id);
+      const { info, content } = artifacts.read(s, req.params.artifact_id);
       return {
         id: req.params.artifact_id,
         object: "artifact",
@@ -26,10 +24,10 @@ export function artifactRoutes(app: App, core: Core): void {
     { schema: { params: ArtifactParams } },
     async (req) => {
       const s = await sessions.get(req.scope, req.params.session_id);
-      deleteArtifact(s.workspace, req.params.artifact_id);
+      artifacts.delete(s, req.params.artifact_id);
       return { id: req.params.artifact_id, object: "artifact", deleted: true };
     },
   );
   /** The original service's standard file route, confined to the workspace root. */
-  app.post("/files/upload-stream", async (req) => writeUpload(config.workspaceRoot, req.body));
+  app.post("/files/upload-stream", async (req) => artifacts.upload(req.body));
 }

@@ -1,5 +1,5 @@
+import type { Application } from "../../application/index.js";
 import { type App, dialectPlugin } from "../../http/app-types.js";
-import type { Core } from "../../main/compose.js";
 import { checkpointRoutes } from "../shared/checkpoints.js";
 import { goalRoutes } from "../shared/goal.js";
 import { repositoryRoutes } from "../shared/repositories.js";
@@ -12,13 +12,13 @@ import { sessionRoutes } from "./sessions.js";
  * name "template"). Routes the template never had (turns, artifact lists and contents) answer in the official
  * format: `borrowed` registers them (main/dialects.ts says which), so this dialect imports nothing of the other.
  */
-export const legacyPlugin = (core: Core, borrowed: (app: App) => void) =>
+export const legacyPlugin = (ops: Application, borrowed: (app: App) => void) =>
   dialectPlugin("template", (app) => {
-    agentRoutes(app, core);
-    sessionRoutes(app, core);
-    artifactRoutes(app, core);
-    goalRoutes(app, core);
+    agentRoutes(app, ops);
+    sessionRoutes(app, ops);
+    artifactRoutes(app, ops);
+    goalRoutes(app, ops);
     borrowed(app);
-    checkpointRoutes(app, core, "template");
-    repositoryRoutes(app, core.repositoryOps);
+    checkpointRoutes(app, ops, "template");
+    repositoryRoutes(app, ops.repositories);
   });

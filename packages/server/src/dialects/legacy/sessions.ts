@@ -1,18 +1,17 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
+import type { Application } from "../../application/index.js";
+import type { SessionChanges } from "../../application/sessions.js";
 import { isTurnEnd } from "../../domain/events.js";
 import { parseGoalOption } from "../../domain/goals/book.js";
 import { isTurnId } from "../../domain/ids.js";
 import { hasContent, parseInput, type TurnInput } from "../../domain/input.js";
-import type { SessionFields, WorkspaceMode } from "../../domain/sessions/service.js";
 import { APPROVAL_POLICIES } from "../../domain/settings.js";
-import { parseTools } from "../../domain/tools.js";
 import { parseApproval, parseToolResult } from "../../domain/turns/actions.js";
 import type { App } from "../../http/app-types.js";
 import { type Frame, parseCursor, streamLog } from "../../http/sse.js";
 import { Metadata, parse, SessionParams } from "../../http/validate.js";
 import { badRequest, conflict } from "../../kernel/errors.js";
-import type { Core } from "../../main/compose.js";
 import type { EventRecord, ItemRecord, SessionRecord } from "../../model/records.js";
 import { approvalSetting } from "./agents.js";
 import { allPages } from "./all-pages.js";
@@ -97,9 +96,8 @@ function optionalInput(raw: unknown): TurnInput | null {
   return hasContent(input) ? input : null;
 }
 
-export function sessionRoutes(app: App, core: Core): void {
-  const { sessions, messages, runner, hub, store } = core;
-  const workspaceDefault: WorkspaceMode = core.config.workspaceMode === "session" ? "session" : "shared";
+export function sessionRoutes(app: App, ops: Application): void {
+  const { sessions, streams, history } = ops;
 
   /**
    * The last 5 items the dialect shows (user messages are not shown: a run of turns without output of their
@@ -107,7 +105,7 @@ export function sessionRoutes(app: App, core: Core): void {
    */
   const lastItems = async (s: SessionRecord): Promise<ItemRecord[]> =>
     (
-      await store.listItems(s.id, {
+      await history.items(s, {
         order: "desc",
         limit: OUTPUT_WINDOW,
         exclude_types: template.HIDDEN_ITEM_TYPES,
@@ -119,7 +117,7 @@ export function sessionRoutes(app: App, core: Core): void {
   const nextUnseenTurn = async (sessionId: string, seq: number): Promise<string | null> => {
     const pageSize = 500;
     for (let after = seq; ; ) {
-      const page = await store.readEvents(sessionId, after, pageSize);
+      const page = await streams.events(sessionId, after, pageSize);
       const next = page.find((e) => e.turn_id && renderTemplate(e).length > 0);
       if (next) return next.turn_id;
       if (page.length < pageSize) return null;
@@ -136,42 +134,31 @@ export function sessionRoutes(app: App, core: Core): void {
     fromSeq: number,
   ) =>
     streamLog(reply, {
-      hub,
-      keepaliveMs: core.config.sseKeepaliveMs,
+      ...streams.tail,
       sessionId,
       from: parseCursor(req, sessionId) ?? { seq: fromSeq, frame: Number.POSITIVE_INFINITY },
       render: renderTemplate,
       renderKey: "template",
       until: (e) => isTurnEnd(e, turnId),
-      clients: core.streams,
       endFrame: (reason) => ({ event: "error", data: template.streamEndedError(reason) }),
     });
 
   const finished = async (sessionId: string, turnId: string) => {
-    await runner.waitFor(sessionId, turnId);
-    const done = await store.getSession(sessionId);
+    await sessions.waitFor(sessionId, turnId);
+    const done = await history.current(sessionId);
     return done ? template.sessionWithOutput(done, await lastItems(done)) : null;
   };
 
   app.post("/v1/agents/sessions", { schema: { body: CreateBody } }, async (req, reply) => {
     const b = req.body;
-    let fields: SessionFields = { metadata: b.metadata ?? {} };
+    let fields: SessionChanges = { metadata: b.metadata ?? {} };
     if (typeof b.agent === "string" || b.agent_id) fields.agent_id = (b.agent_id ?? b.agent) as string;
     else if (b.agent) {
       fields = {
         ...fields,
         ...(b.agent.model ? { model: b.agent.model } : {}),
         ...(b.agent.instructions !== undefined ? { instructions: b.agent.instructions } : {}),
-        ...(b.agent.tools
-          ? {
-              tools: await parseTools(b.agent.tools, {
-                strict: false,
-                allowStdio: core.config.allowMcpStdio,
-                targets: core.outbound,
-                where: "agent.tools",
-              }),
-            }
-          : {}),
+        ...(b.agent.tools ? { tools: { raw: b.agent.tools, strict: false, where: "agent.tools" } } : {}),
         ...(b.agent.name !== undefined ? { name: b.agent.name } : {}),
         ...approvalSetting(b.agent),
       };
@@ -179,12 +166,15 @@ export function sessionRoutes(app: App, core: Core): void {
     const input = optionalInput(b.input);
     const goal = parseGoalOption(b.goal);
     if (goal && !input) throw badRequest("A goal needs input: the objective", "input");
-    const session = await sessions.create(req.scope, fields, {
-      workspace: b.workspace_mode ?? workspaceDefault,
-      startingTurn: input !== null,
+    const { session, sent } = await sessions.create(req.scope, {
+      fields,
+      workspace: b.workspace_mode,
+      dialectDefault: "shared",
+      input,
+      goal,
     });
-    if (!input) return template.sessionObject(session);
-    const { turn } = await messages.send(session, input, { whileBusy: "refuse", goal });
+    if (!sent) return template.sessionObject(session);
+    const { turn } = sent;
     if (b.stream === true) return streamTurn(req, reply, session.id, turn.id, 0);
     return finished(session.id, turn.id);
   });
@@ -226,13 +216,13 @@ export function sessionRoutes(app: App, core: Core): void {
       const session = await sessions.get(req.scope, req.params.session_id);
       const b = req.body;
       const answer = b.decision !== undefined ? parseApproval(b, "body") : parseToolResult(b, "body");
-      await messages.answer(session, req.params.action_id, answer);
+      await sessions.answer(session, req.params.action_id, answer);
       return template.sessionObject(await sessions.get(req.scope, session.id));
     },
   );
 
   app.delete("/v1/agents/sessions/:session_id", { schema: { params: SessionParams } }, async (req) => {
-    await sessions.delete(req.scope, req.params.session_id);
+    await sessions.delete(req.scope, req.params.session_id, { whileRunning: "interrupt" });
     return { id: req.params.session_id, object: "session", deleted: true };
   });
 
@@ -244,7 +234,7 @@ export function sessionRoutes(app: App, core: Core): void {
       const session = await sessions.get(req.scope, id);
       const control = controlRequest(req.body);
       if (control === "cancel") {
-        const cancelled = await messages.cancel(session);
+        const cancelled = await sessions.cancel(session);
         return {
           status: template.templateStatus(await sessions.get(req.scope, id)),
           turn_id: cancelled?.id ?? null,
@@ -252,7 +242,7 @@ export function sessionRoutes(app: App, core: Core): void {
         };
       }
       // The contract: a second input during a turn is a 409, whatever the body says.
-      if (control === null && (session.active_turn_id || runner.isActive(id))) {
+      if (control === null && sessions.busy(session)) {
         throw conflict("Session has an active turn");
       }
       const b = parseBody(req.body);
@@ -260,13 +250,13 @@ export function sessionRoutes(app: App, core: Core): void {
       const input = optionalInput(raw);
       if (!input) throw badRequest("Missing input text", "input");
       if (control === "steer") {
-        const steered = await messages.steer(session, input);
+        const steered = await sessions.steer(session, input);
         if (!steered) throw conflict("No active turn to steer", "no_active_turn");
         return { turn_id: steered.id, steered: true };
       }
       const goal = parseGoalOption(b.goal);
-      const fromSeq = await store.lastEventSeq(id);
-      const { turn } = await messages.send(session, input, { whileBusy: "refuse", goal });
+      const fromSeq = await streams.position(id);
+      const { turn } = await sessions.send(session, input, { whileBusy: "refuse", goal });
       if (b.stream === false) return finished(id, turn.id);
       return streamTurn(req, reply, id, turn.id, fromSeq);
     },
@@ -279,7 +269,7 @@ export function sessionRoutes(app: App, core: Core): void {
       const id = req.params.session_id;
       const session = await sessions.get(req.scope, id);
       const cursor = parseCursor(req, id);
-      const last = await store.lastEventSeq(id);
+      const last = await streams.position(id);
       // A cursor past the end of the log cannot come from this log; a stream from it would never send anything.
       if (cursor && cursor.seq > last) {
         throw badRequest(`Last-Event-ID ${cursor.seq} is ahead of this session's event log`, "Last-Event-ID");
@@ -293,15 +283,14 @@ export function sessionRoutes(app: App, core: Core): void {
         if (missed) return streamTurn(req, reply, id, missed, cursor!.seq);
         return { status: template.templateStatus(session), message: "No active turn" };
       }
-      const first = (await store.firstEventSeqOfTurn(id, active)) ?? last;
-      return streamTurn(req, reply, id, active, Math.max(0, first - 1));
+      return streamTurn(req, reply, id, active, (await streams.start(session, active)).seq);
     },
   );
 
   app.get("/v1/agents/sessions/:session_id/items", { schema: { params: SessionParams } }, async (req) => {
     const s = await sessions.get(req.scope, req.params.session_id);
     const items = await allPages((o) =>
-      store.listItems(s.id, {
+      history.items(s, {
         ...o,
         exclude_types: template.HIDDEN_ITEM_TYPES,
         states: ["completed", "incomplete"],

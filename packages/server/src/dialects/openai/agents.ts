@@ -1,9 +1,8 @@
 import { z } from "zod";
+import type { Application } from "../../application/index.js";
 import { APPROVAL_POLICIES, type SettingsPatch } from "../../domain/settings.js";
-import { parseTools } from "../../domain/tools.js";
 import type { App } from "../../http/app-types.js";
 import { AgentParams, ListQuery, Metadata } from "../../http/validate.js";
-import type { Core } from "../../main/compose.js";
 import * as openai from "./render.js";
 
 /** Model settings (`domain/settings.ts`): each part may be partial; it is merged over the documented defaults. */
@@ -65,8 +64,7 @@ export function settingsPatch(b: Partial<z.infer<z.ZodObject<typeof Settings>>>)
   return patch;
 }
 
-export function agentRoutes(app: App, core: Core): void {
-  const { agents } = core;
+export function agentRoutes(app: App, { agents }: Application): void {
   app.post("/v1/agents", { schema: { body: AgentCreate } }, async (req) => {
     const b = req.body;
     return openai.agentObject(
@@ -74,11 +72,7 @@ export function agentRoutes(app: App, core: Core): void {
         model: b.model,
         name: b.name ?? null,
         instructions: b.instructions ?? null,
-        tools: await parseTools(b.tools ?? [], {
-          strict: true,
-          allowStdio: core.config.allowMcpStdio,
-          targets: core.outbound,
-        }),
+        tools: { raw: b.tools ?? [], strict: true },
         metadata: b.metadata ?? {},
         settings: settingsPatch(b),
       }),
@@ -98,15 +92,7 @@ export function agentRoutes(app: App, core: Core): void {
         ...(b.model !== undefined ? { model: b.model } : {}),
         ...(b.name !== undefined ? { name: b.name } : {}),
         ...(b.instructions !== undefined ? { instructions: b.instructions } : {}),
-        ...(b.tools !== undefined
-          ? {
-              tools: await parseTools(b.tools ?? [], {
-                strict: true,
-                allowStdio: core.config.allowMcpStdio,
-                targets: core.outbound,
-              }),
-            }
-          : {}),
+        ...(b.tools !== undefined ? { tools: { raw: b.tools ?? [], strict: true } } : {}),
         ...(b.metadata !== undefined ? { metadata: b.metadata ?? {} } : {}),
         settings: settingsPatch(b),
       }),

@@ -3,6 +3,7 @@
  * existing one. Shapes as the openai SDK 7.55.0 types them (beta/agents/automations); this server adds
  * `next_run_at` to automations (the next occurrence it will fire, null while paused or once completed).
  */
+
 import type {
   Automation,
   AutomationAgentConfig,
@@ -11,6 +12,7 @@ import type {
 } from "openai/resources/beta/agents/automations/automations";
 import type { AutomationInvocation } from "openai/resources/beta/agents/automations/invocations";
 import { z } from "zod";
+import type { Application } from "../../application/index.js";
 import type { AutomationCreate, AutomationUpdate } from "../../domain/automations/service.js";
 import { inlineAgentSettings, type TargetParam } from "../../domain/automations/target.js";
 import { DEFAULT_SETTINGS, mergeSettings } from "../../domain/settings.js";
@@ -18,7 +20,6 @@ import type { App } from "../../http/app-types.js";
 import { idempotent } from "../../http/idempotency.js";
 import { ListQuery, Metadata, UnixSeconds } from "../../http/validate.js";
 import { badRequest } from "../../kernel/errors.js";
-import type { Core } from "../../main/compose.js";
 import type { AutomationRecord, AutomationTarget, InvocationRecord } from "../../model/records.js";
 import { Settings, Tools } from "./agents.js";
 import * as openai from "./render.js";
@@ -207,9 +208,9 @@ export function invocationObject(i: InvocationRecord, defaultModel: string): Aut
   };
 }
 
-export function automationRoutes(app: App, core: Core): void {
-  const { automations, store, clock } = core;
-  const model = core.config.model;
+export function automationRoutes(app: App, ops: Application): void {
+  const { automations } = ops;
+  const model = ops.settings.model;
   const path = "/v1/agents/automations";
   const one = `${path}/:automation_id`;
 
@@ -225,7 +226,7 @@ export function automationRoutes(app: App, core: Core): void {
           : { type: "once", run_at: b.run_at },
       target: targetParam(b.target),
     };
-    return idempotent(store, clock, `automations:${req.scope.projectId}`, req, reply, async () => ({
+    return idempotent(ops.idempotency, `automations:${req.scope.projectId}`, req, reply, async () => ({
       status: 200,
       body: automationObject(await automations.create(req.scope, create), model),
     }));
@@ -275,7 +276,7 @@ export function automationRoutes(app: App, core: Core): void {
 
   app.post(`${one}/invocations`, { schema: { params: AutomationParams } }, async (req, reply) => {
     const a = await automations.get(req.scope, req.params.automation_id);
-    return idempotent(store, clock, `automations:${req.scope.projectId}`, req, reply, async () => ({
+    return idempotent(ops.idempotency, `automations:${req.scope.projectId}`, req, reply, async () => ({
       status: 200,
       body: invocationObject(await automations.invoke(req.scope, a.id), model),
     }));

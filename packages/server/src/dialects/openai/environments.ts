@@ -1,23 +1,14 @@
 /**
  * Official environments (`client.beta.agents.environments.*`): environments this server prepares ahead of a
- * session, their files and templates; and what a session's `environment` means when it is created (`none`,
- * `self_hosted`: this server's workspace or a directory the operator allows, `openai_hosted`: prepared here).
+ * session, their files and templates (what a session's own `environment` gives it: application/session-environment.ts).
  */
 
-import { join } from "node:path";
-import type { ContainerSize } from "@codex-agent-api/sandbox";
 import { z } from "zod";
-import type { EnvironmentPlan } from "../../domain/environments/service.js";
-import { HostedEnvironmentParam, parseWith } from "../../domain/environments/spec.js";
-import type { WorkspaceMode } from "../../domain/sessions/service.js";
-import { newObjectId } from "../../domain/vaults/service.js";
+import type { Application } from "../../application/index.js";
 import type { App } from "../../http/app-types.js";
 import { idempotent } from "../../http/idempotency.js";
 import { ListQuery } from "../../http/validate.js";
 import { badRequest } from "../../kernel/errors.js";
-import type { Core } from "../../main/compose.js";
-import type { SessionRecord } from "../../model/records.js";
-import type { Scope } from "../../model/scope.js";
 import { environmentFileObject, environmentInfoObject, templateObject } from "./render/environments.js";
 import * as openai from "./render.js";
 
@@ -43,110 +34,13 @@ const FileListQuery = z.object({
   path: z.string().min(1).optional(),
 });
 
-/** What a new session's `environment` gives it: fields of its record, where it works, what follows its creation. */
-export interface SessionEnvironmentChoice {
-  extra: Record<string, unknown>;
-  workspace: WorkspaceMode | null;
-  directory: string | null;
-  /** The sandbox that holds `directory` (an environment made ahead, on the container backend). */
-  sandboxId?: string;
-  /** The official `container_size` of a new environment's sandbox. */
-  size?: ContainerSize | null;
-  /** The session exists: its environment is attached or made (and prepared in the background). */
-  created(session: SessionRecord): Promise<void>;
-  /** The session could not be made: give back what was reserved for it. */
-  abandoned(): Promise<void>;
-}
-
-const nothing = async () => undefined;
-
-/**
- * The session's environment (validated before anything is made): `none`; `self_hosted` (its own directory under
- * the workspace root as ever, or an allowed `workspace_directory`); `openai_hosted` inline (a new environment,
- * prepared here) or with `environment_id` (one made ahead, attached).
- */
-export async function sessionEnvironment(
-  core: Core,
-  scope: Scope,
-  raw: ({ type: string } & Record<string, unknown>) | null | undefined,
-  vaultIds: string[],
-): Promise<SessionEnvironmentChoice> {
-  const base = {
-    extra: { vault_ids: vaultIds },
-    workspace: null,
-    directory: null,
-    created: nothing,
-    abandoned: nothing,
-  };
-  if (raw?.type === "none") return { ...base, extra: { ...base.extra, environment: "none" } };
-  // (no environment: this server's workspace, as a self-hosted environment, as ever)
-  if (!raw || raw.type === "self_hosted") {
-    const directory = core.environments.selfHostedDirectory(
-      raw?.workspace_directory,
-      "environment.workspace_directory",
-    );
-    return {
-      ...base,
-      // A directory the client chose is where its files are, to it too (environment-paths.ts).
-      extra: {
-        ...base.extra,
-        environment: "self_hosted",
-        ...(directory ? { workspace_directory: directory } : {}),
-      },
-      ...(directory ? { workspace: "shared" as const, directory } : {}),
-    };
-  }
-  const hosted = parseWith(HostedEnvironmentParam, raw, "environment");
-  if (hosted.environment_id !== undefined) {
-    const extra = Object.keys(hosted).filter((k) => k !== "type" && k !== "environment_id");
-    if (extra.length > 0) {
-      throw badRequest(
-        `'environment': an environment_id attaches an existing environment; ${extra.join(", ")} cannot be given with it`,
-        `environment.${extra[0]}`,
-      );
-    }
-    const env = await core.environments.reserve(scope, hosted.environment_id, "environment.environment_id");
-    return {
-      extra: { ...core.environments.attachedFields(env), vault_ids: vaultIds },
-      workspace: "session",
-      directory: env.directory,
-      // On the container backend an environment made ahead has a sandbox of its own (its id is the environment's).
-      ...(core.sandboxes ? { sandboxId: env.id } : {}),
-      created: (session) => core.environments.attach(env, session),
-      abandoned: () => core.environments.release(env.id),
-    };
-  }
-  const plan: EnvironmentPlan = await core.environments.plan(scope, hosted, [], "environment");
-  const id = newObjectId("env_");
-  const directory = join(core.config.workspaceRoot, id);
-  const fields = core.environments.sessionFields(id, plan, directory);
-  return {
-    extra: { ...fields, vault_ids: vaultIds },
-    workspace: "session",
-    directory,
-    size: plan.size,
-    created: async (session) => {
-      await core.environments.createForSession(scope, session, fields, plan);
-    },
-    abandoned: nothing,
-  };
-}
-
-export function environmentRoutes(app: App, core: Core): void {
-  const { environments, vaults, store, clock } = core;
+export function environmentRoutes(app: App, ops: Application): void {
+  const { environments } = ops;
 
   app.post("/v1/agents/environments", { schema: { body: EnvironmentCreate } }, async (req, reply) => {
     const b = req.body;
-    const hosted = parseWith(HostedEnvironmentParam, b.environment, "environment");
-    if (hosted.environment_id !== undefined) {
-      throw badRequest(
-        "'environment.environment_id' is for sessions (it attaches an existing environment)",
-        "environment.environment_id",
-      );
-    }
-    const vaultIds = await vaults.checkVaultIds(req.scope, b.vault_ids, "vault_ids");
-    const plan = await environments.plan(req.scope, hosted, vaultIds, "environment");
-    return idempotent(store, clock, `environments:${req.scope.projectId}`, req, reply, async () => ({
+    const plan = await ops.planEnvironmentAhead(req.scope, b.environment, b.vault_ids);
+    return idempotent(ops.idempotency, `environments:${req.scope.projectId}`, req, reply, async () => ({
       status: 200,
       body: environmentInfoObject(await environments.createAhead(req.scope, plan)),
     }));

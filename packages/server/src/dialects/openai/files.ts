@@ -6,17 +6,18 @@
  * (errors included). Uploads are streamed to disk (domain/files/storage.ts), never held in memory, up to
  * `--file-size-limit` (413 beyond); one that is refused or interrupted leaves nothing behind.
  */
+
 import { open } from "node:fs/promises";
 import fastifyMultipart from "@fastify/multipart";
 import type { FastifyRequest } from "fastify";
 import { z } from "zod";
+import type { Application } from "../../application/index.js";
 import { PURPOSES, parseExpiresAfter, parseFilename, parsePurpose } from "../../domain/files/params.js";
 import type { NewFile } from "../../domain/files/service.js";
 import type { FileStorage, Received } from "../../domain/files/storage.js";
 import type { App } from "../../http/app-types.js";
 import { idempotent } from "../../http/idempotency.js";
 import { ApiError, badRequest, notFound, payloadTooLarge } from "../../kernel/errors.js";
-import type { Core } from "../../main/compose.js";
 import type { FilePurpose } from "../../model/records.js";
 import { contentDisposition, fileDeletedObject, fileObject } from "./render/files.js";
 import * as openai from "./render.js";
@@ -35,7 +36,7 @@ const FileListQuery = z.object({
 const FIELDS = new Set(["purpose", "expires_after[anchor]", "expires_after[seconds]"]);
 const FIELD_BYTES = 4096;
 
-export function fileRoutes(app: App, core: Core): void {
+export function fileRoutes(app: App, ops: Application): void {
   app.register(async (files: App) => {
     // Served for both dialect headers, always answered in the official shapes.
     files.addHook("onRoute", (route) => {
@@ -47,15 +48,15 @@ export function fileRoutes(app: App, core: Core): void {
     });
     // The multipart parser exists in this context only (the rest of the service parses JSON alone).
     await files.register(fastifyMultipart, { throwFileSizeLimit: false });
-    routes(files, core);
+    routes(files, ops);
   });
 }
 
-function routes(app: App, core: Core): void {
-  const { files, store, clock } = core;
+function routes(app: App, ops: Application): void {
+  const { files } = ops;
 
   app.post("/v1/files", { config: { multipartUpload: true } }, async (req, reply) => {
-    const upload = await readUploadForm(req, files.storage, core.config.files.maxBytes);
+    const upload = await readUploadForm(req, files.storage, ops.settings.maxFileBytes);
     try {
       // A repeat with the same Idempotency-Key and the same upload (contents, name, purpose, expiry) gets the same
       // file; its contents are dropped.
@@ -67,8 +68,7 @@ function routes(app: App, core: Core): void {
         expires_after: upload.expiresAfterSeconds,
       };
       return await idempotent(
-        store,
-        clock,
+        ops.idempotency,
         `files:${req.scope.projectId}`,
         req,
         reply,

@@ -1,12 +1,9 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { subagentsOf } from "../../domain/turns/subagents.js";
+import type { Application } from "../../application/index.js";
 import type { App } from "../../http/app-types.js";
 import { ListQuery, SessionParams, TurnParams } from "../../http/validate.js";
-import { notFound } from "../../kernel/errors.js";
-import type { Core } from "../../main/compose.js";
 import type { SessionRecord } from "../../model/records.js";
-import type { ItemListOptions, Store } from "../../store/types.js";
 import { PageCache, RenderedItems } from "./render/openai-items.js";
 import * as openai from "./render.js";
 
@@ -14,21 +11,10 @@ import * as openai from "./render.js";
  * Which items a page lists: the session's own (its root agent's: each subagent has its own history), one turn's, or
  * those of a set of turns (a subagent's).
  */
-type ItemFilter = Pick<ItemListOptions, "turn_id" | "turn_ids" | "root_only">;
+type ItemFilter = { turn_id?: string; turn_ids?: string[]; root_only?: boolean };
 
 const SubagentParams = SessionParams.extend({ subagent_id: z.string().min(1).max(200) });
 const SubagentTurnParams = SubagentParams.extend({ turn_id: z.string().min(1).max(200) });
-
-/** The turns a subagent ran. */
-async function subagentTurnIds(store: Store, sessionId: string, subagentId: string): Promise<string[]> {
-  const ids: string[] = [];
-  for (let after: string | undefined; ; ) {
-    const p = await store.listTurns(sessionId, { limit: 1000, order: "asc", ...(after ? { after } : {}) });
-    for (const t of p.data) if (t.subagent_id === subagentId) ids.push(t.id);
-    if (!p.has_more || p.data.length === 0) return ids;
-    after = p.data.at(-1)!.id;
-  }
-}
 
 type ListQueryT = {
   limit?: number | undefined;
@@ -37,14 +23,13 @@ type ListQueryT = {
 };
 
 /** Items and turns of a session (read-only history). */
-export function historyRoutes(app: App, core: Core): void {
-  itemRoutes(app, core);
-  turnRoutes(app, core);
+export function historyRoutes(app: App, ops: Application): void {
+  itemRoutes(app, ops);
+  turnRoutes(app, ops);
 }
 
 /** Official item pages (the whole session's, and a turn's). */
-function itemRoutes(app: App, core: Core): void {
-  const { sessions, store } = core;
+function itemRoutes(app: App, { sessions, history, streams }: Application): void {
   const rendered = new RenderedItems();
 
   /**
@@ -54,7 +39,6 @@ function itemRoutes(app: App, core: Core): void {
    * page is assembled from each item's rendered JSON (finished items never change, so theirs is cached).
    */
   const items = async (s: SessionRecord, q: ListQueryT, only: ItemFilter): Promise<string> => {
-    const sessionId = s.id;
     const agentId = openai.agentIdOf(s);
     const limit = q.limit ?? 20;
     // Official default: newest first.
@@ -65,7 +49,7 @@ function itemRoutes(app: App, core: Core): void {
     let lastId: string | null = null;
     let hasMore = false;
     fill: for (;;) {
-      const p = await store.listItems(sessionId, {
+      const p = await history.items(s, {
         limit,
         order,
         lazy_data: true,
@@ -109,7 +93,7 @@ function itemRoutes(app: App, core: Core): void {
     only: ItemFilter = {},
   ) => {
     const sessionId = s.id;
-    const seq = await store.lastEventSeq(sessionId);
+    const seq = await streams.position(sessionId);
     const filter = only.turn_id ?? only.turn_ids?.join(",") ?? (only.root_only ? "root" : "");
     const key = `${sessionId}\u0000${filter}\u0000${q.limit ?? ""}\u0000${q.order ?? ""}\u0000${q.after ?? ""}`;
     const etag = `"${sessionId}.${seq}"`;
@@ -142,18 +126,14 @@ function itemRoutes(app: App, core: Core): void {
   );
 
   // Subagents: the child threads the agent's multi-agent tools opened (see domain/turns/subagents.ts).
-  const subagent = (s: SessionRecord, id: string) => {
-    const found = subagentsOf(s).find((a) => a.id === id);
-    if (!found) throw notFound(`Subagent ${id} not found`, "subagent_id");
-    return found;
-  };
+  const subagent = (s: SessionRecord, id: string) => history.subagent(s, id);
   app.get(
     "/v1/agents/sessions/:session_id/subagents",
     { schema: { params: SessionParams, querystring: ListQuery } },
     async (req) => {
       const s = await sessions.get(req.scope, req.params.session_id);
       const q = req.query;
-      let all = subagentsOf(s);
+      let all = history.subagents(s);
       if (q.order !== "asc") all = all.reverse();
       const start = q.after ? all.findIndex((a) => a.id === q.after) + 1 : 0;
       const limit = q.limit ?? 20;
@@ -172,16 +152,6 @@ function itemRoutes(app: App, core: Core): void {
       return openai.subagentObject(s.id, openai.agentIdOf(s), subagent(s, req.params.subagent_id));
     },
   );
-  /** A subagent's turns, oldest first (a subagent runs few). */
-  const subagentTurns = async (s: SessionRecord, subagentId: string) => {
-    const ids = new Set(await subagentTurnIds(store, s.id, subagentId));
-    const turns = [];
-    for (const id of ids) {
-      const t = await store.getTurn(s.id, id);
-      if (t) turns.push(t);
-    }
-    return turns;
-  };
   app.get(
     "/v1/agents/sessions/:session_id/subagents/:subagent_id/turns",
     { schema: { params: SubagentParams, querystring: ListQuery } },
@@ -189,7 +159,7 @@ function itemRoutes(app: App, core: Core): void {
       const s = await sessions.get(req.scope, req.params.session_id);
       const a = subagent(s, req.params.subagent_id);
       const q = req.query;
-      let all = await subagentTurns(s, a.id);
+      let all = await history.subagentTurns(s, a.id);
       if (q.order !== "asc") all = all.reverse();
       const start = q.after ? all.findIndex((t) => t.id === q.after) + 1 : 0;
       const limit = q.limit ?? 20;
@@ -199,18 +169,13 @@ function itemRoutes(app: App, core: Core): void {
       });
     },
   );
-  const subagentTurn = async (s: SessionRecord, subagentId: string, turnId: string) => {
-    const t = await store.getTurn(s.id, turnId);
-    if (!t || t.subagent_id !== subagentId) throw notFound(`Turn ${turnId} not found`, "turn_id");
-    return t;
-  };
   app.get(
     "/v1/agents/sessions/:session_id/subagents/:subagent_id/turns/:turn_id",
     { schema: { params: SubagentTurnParams } },
     async (req) => {
       const s = await sessions.get(req.scope, req.params.session_id);
       const a = subagent(s, req.params.subagent_id);
-      return openai.turnObject(await subagentTurn(s, a.id, req.params.turn_id), openai.agentIdOf(s));
+      return openai.turnObject(await history.subagentTurn(s, a.id, req.params.turn_id), openai.agentIdOf(s));
     },
   );
   app.get(
@@ -219,7 +184,7 @@ function itemRoutes(app: App, core: Core): void {
     async (req, reply) => {
       const s = await sessions.get(req.scope, req.params.session_id);
       const a = subagent(s, req.params.subagent_id);
-      const t = await subagentTurn(s, a.id, req.params.turn_id);
+      const t = await history.subagentTurn(s, a.id, req.params.turn_id);
       return page(req, reply, s, req.query, { turn_id: t.id });
     },
   );
@@ -229,20 +194,19 @@ function itemRoutes(app: App, core: Core): void {
     async (req, reply) => {
       const s = await sessions.get(req.scope, req.params.session_id);
       const a = subagent(s, req.params.subagent_id);
-      return page(req, reply, s, req.query, { turn_ids: await subagentTurnIds(store, s.id, a.id) });
+      return page(req, reply, s, req.query, { turn_ids: await history.subagentTurnIds(s, a.id) });
     },
   );
 }
 
 /** Turns: also served to template clients, in the official format (the template had none). */
-export function turnRoutes(app: App, core: Core): void {
-  const { sessions, store } = core;
+export function turnRoutes(app: App, { sessions, history }: Application): void {
   app.get(
     "/v1/agents/sessions/:session_id/turns",
     { schema: { params: SessionParams, querystring: ListQuery } },
     async (req) => {
       const s = await sessions.get(req.scope, req.params.session_id);
-      const p = await store.listTurns(s.id, req.query);
+      const p = await history.turns(s, req.query);
       return openai.page({
         data: p.data.map((t) => openai.turnObject(t, openai.agentIdOf(s))),
         has_more: p.has_more,

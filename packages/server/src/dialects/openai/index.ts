@@ -1,5 +1,5 @@
+import type { Application } from "../../application/index.js";
 import { dialectPlugin } from "../../http/app-types.js";
-import type { Core } from "../../main/compose.js";
 import { checkpointRoutes } from "../shared/checkpoints.js";
 import { goalRoutes } from "../shared/goal.js";
 import { repositoryRoutes } from "../shared/repositories.js";
@@ -14,20 +14,20 @@ import { vaultRoutes } from "./vaults.js";
 import { webhookRoutes } from "./webhooks.js";
 
 /** The official OpenAI Agents API wire format (requests carrying `OpenAI-Beta: agents=v1`). */
-export const openaiPlugin = (core: Core) =>
+export const openaiPlugin = (ops: Application) =>
   dialectPlugin("openai", (app) => {
-    agentRoutes(app, core);
-    sessionRoutes(app, core);
-    historyRoutes(app, core);
-    artifactRoutes(app, core);
-    goalRoutes(app, core);
-    environmentRoutes(app, core);
-    vaultRoutes(app, core);
-    automationRoutes(app, core);
+    agentRoutes(app, ops);
+    sessionRoutes(app, ops);
+    historyRoutes(app, ops);
+    artifactRoutes(app, ops);
+    goalRoutes(app, ops);
+    environmentRoutes(app, ops);
+    vaultRoutes(app, ops);
+    automationRoutes(app, ops);
     // (served whatever the dialect header: the SDK's webhook methods send none)
-    webhookRoutes(app, core);
+    webhookRoutes(app, ops);
     // (served whatever the dialect header, too: the SDK's Files API methods send none)
-    fileRoutes(app, core);
-    checkpointRoutes(app, core, "openai");
-    repositoryRoutes(app, core.repositoryOps);
+    fileRoutes(app, ops);
+    checkpointRoutes(app, ops, "openai");
+    repositoryRoutes(app, ops.repositories);
   });

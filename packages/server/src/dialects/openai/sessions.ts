@@ -1,20 +1,18 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
+import type { Application } from "../../application/index.js";
+import type { SessionChanges } from "../../application/sessions.js";
 import { isTurnEnd } from "../../domain/events.js";
 import { parseGoalOption } from "../../domain/goals/book.js";
 import { hasContent, parseInput, type TurnInput } from "../../domain/input.js";
-import type { SessionFields } from "../../domain/sessions/service.js";
-import { parseTools } from "../../domain/tools.js";
 import { parseApproval, parseToolResult } from "../../domain/turns/actions.js";
 import type { App } from "../../http/app-types.js";
 import { idempotent } from "../../http/idempotency.js";
 import { type Cursor, type Frame, parseCursor, streamLog } from "../../http/sse.js";
 import { ListQuery, Metadata, SessionParams } from "../../http/validate.js";
-import { badRequest, conflict } from "../../kernel/errors.js";
-import type { Core } from "../../main/compose.js";
+import { badRequest } from "../../kernel/errors.js";
 import type { EventRecord, SessionRecord } from "../../model/records.js";
 import { Settings, settingsPatch, Tools } from "./agents.js";
-import { sessionEnvironment } from "./environments.js";
 import * as openai from "./render.js";
 
 const AgentOverrides = z
@@ -99,8 +97,8 @@ function untilSettled(turnId: string) {
   };
 }
 
-export function sessionRoutes(app: App, core: Core): void {
-  const { sessions, messages, hub, store } = core;
+export function sessionRoutes(app: App, ops: Application): void {
+  const { sessions, streams } = ops;
 
   const render =
     (s: SessionRecord) =>
@@ -121,13 +119,11 @@ export function sessionRoutes(app: App, core: Core): void {
     const cursor = opts.from ?? parseCursor(req, s.id);
     let from: Cursor;
     let renderer = render(s);
+    const start = cursor ? null : await streams.start(s);
     if (cursor) from = cursor;
-    else if (s.active_turn_id) {
-      const first =
-        (await store.firstEventSeqOfTurn(s.id, s.active_turn_id)) ?? (await store.lastEventSeq(s.id)) + 1;
-      from = { seq: first - 1, frame: Number.POSITIVE_INFINITY };
-    } else {
-      const seq = await store.lastEventSeq(s.id);
+    else if (start?.state === "turn") from = { seq: start.seq, frame: Number.POSITIVE_INFINITY };
+    else {
+      const seq = start!.seq;
       // frame -1: the event `seq` itself is delivered (no frame of it is skipped), rendered as the state.
       from = { seq, frame: -1 };
       const state = openai.sessionStatusEvent(s, `evt_${s.id.slice(5)}_${seq}_state`);
@@ -135,15 +131,13 @@ export function sessionRoutes(app: App, core: Core): void {
       renderer = (e) => (e.seq === seq ? [{ event: state.type, data: state }] : logged(e));
     }
     return streamLog(reply, {
-      hub,
-      keepaliveMs: core.config.sseKeepaliveMs,
+      ...streams.tail,
       sessionId: s.id,
       from,
       render: renderer,
       // The idle-state frame (event `from.seq`) is never shared; every other frame depends on the agent id only.
       renderKey: `openai:${openai.agentIdOf(s)}`,
       done: true,
-      clients: core.streams,
       endFrame: (reason, lastSeq) => {
         const data = openai.streamEndedEvent(s.id, reason, lastSeq);
         return { event: data.type, data };
@@ -154,22 +148,12 @@ export function sessionRoutes(app: App, core: Core): void {
 
   app.post("/v1/agents/sessions", { schema: { body: SessionCreate } }, async (req, reply) => {
     const b = req.body;
-    const vaultIds = await core.vaults.checkVaultIds(req.scope, b.vault_ids, "vault_ids");
     const a = b.agent ?? {};
-    const fields: SessionFields = {
+    const fields: SessionChanges = {
       ...(b.agent_id ? { agent_id: b.agent_id } : {}),
       ...(a.model ? { model: a.model } : {}),
       ...(a.instructions !== undefined ? { instructions: a.instructions } : {}),
-      ...(a.tools
-        ? {
-            tools: await parseTools(a.tools, {
-              strict: true,
-              allowStdio: core.config.allowMcpStdio,
-              targets: core.outbound,
-              where: "agent.tools",
-            }),
-          }
-        : {}),
+      ...(a.tools ? { tools: { raw: a.tools, strict: true, where: "agent.tools" } } : {}),
       ...(a.name !== undefined ? { name: a.name } : {}),
       metadata: b.metadata ?? {},
       settings: settingsPatch(a),
@@ -180,25 +164,13 @@ export function sessionRoutes(app: App, core: Core): void {
     };
     const input = b.input === undefined || b.input === null ? null : officialInput(b.input);
     if (b.stream && !input) throw badRequest("'input' is required when 'stream' is true", "input");
-    // The environment is checked (and one made ahead reserved) before the session exists.
-    const env = await sessionEnvironment(core, req.scope, b.environment, vaultIds);
-    fields.extra = { ...fields.extra, ...env.extra };
-    const workspace =
-      env.workspace ?? b.workspace_mode ?? (core.config.workspaceMode === "shared" ? "shared" : "session");
-    const session = await sessions
-      .create(req.scope, fields, {
-        workspace,
-        startingTurn: input !== null,
-        ...(env.directory ? { directory: env.directory } : {}),
-        ...(env.sandboxId ? { sandboxId: env.sandboxId } : {}),
-        ...(env.size ? { size: env.size } : {}),
-      })
-      .catch(async (err: unknown) => {
-        await env.abandoned();
-        throw err;
-      });
-    await env.created(session);
-    const sent = input ? await messages.send(session, input, { whileBusy: "refuse" }) : null;
+    const { session, sent } = await sessions.create(req.scope, {
+      fields,
+      official: { environment: b.environment, vaultIds: b.vault_ids },
+      workspace: b.workspace_mode,
+      dialectDefault: "session",
+      input,
+    });
     if (b.stream && sent) {
       return sessionStream(req, reply, session, {
         from: { seq: 0, frame: Number.POSITIVE_INFINITY },
@@ -236,14 +208,7 @@ export function sessionRoutes(app: App, core: Core): void {
           ...(a.model ? { model: a.model } : {}),
           ...(a.instructions !== undefined ? { instructions: a.instructions } : {}),
           ...(a.tools !== undefined
-            ? {
-                tools: await parseTools(a.tools ?? [], {
-                  strict: true,
-                  allowStdio: core.config.allowMcpStdio,
-                  targets: core.outbound,
-                  where: "agent.tools",
-                }),
-              }
+            ? { tools: { raw: a.tools ?? [], strict: true, where: "agent.tools" } }
             : {}),
           ...(b.metadata !== undefined ? { metadata: b.metadata ?? {} } : {}),
           settings: settingsPatch(a),
@@ -254,15 +219,9 @@ export function sessionRoutes(app: App, core: Core): void {
   );
 
   app.delete("/v1/agents/sessions/:session_id", { schema: { params: SessionParams } }, async (req) => {
-    const s = await sessions.get(req.scope, req.params.session_id);
-    if (s.active_turn_id) {
-      throw conflict(
-        "The session has a running turn: cancel it first (agent.session.input.cancel)",
-        "session_busy",
-      );
-    }
-    await sessions.delete(req.scope, s.id);
-    return { id: s.id, object: "agent.session.deleted", deleted: true };
+    const id = req.params.session_id;
+    await sessions.delete(req.scope, id, { whileRunning: "refuse" });
+    return { id, object: "agent.session.deleted", deleted: true };
   });
 
   app.post(
@@ -271,20 +230,20 @@ export function sessionRoutes(app: App, core: Core): void {
     async (req, reply) => {
       const s = await sessions.get(req.scope, req.params.session_id);
       const b = req.body;
-      return idempotent(store, core.clock, s.id, req, reply, async () => {
+      return idempotent(ops.idempotency, s.id, req, reply, async () => {
         for (const [i, ev] of b.events.entries()) {
           switch (ev.type) {
             case "agent.session.input.message": {
               const input = officialInput(ev.input, `events[${i}].input`);
               const goal = parseGoalOption((ev as { goal?: unknown }).goal, `events[${i}].goal`);
-              await messages.send(await sessions.get(req.scope, s.id), input, { whileBusy: "steer", goal });
+              await sessions.send(await sessions.get(req.scope, s.id), input, { whileBusy: "steer", goal });
               break;
             }
             case "agent.session.input.cancel":
-              await messages.cancel(s);
+              await sessions.cancel(s);
               break;
             case "agent.session.input.tool_result":
-              await messages.answer(
+              await sessions.answer(
                 s,
                 ev.call_id,
                 parseToolResult({ success: ev.success, output: ev.output, error: ev.error }, `events[${i}]`),
@@ -292,7 +251,7 @@ export function sessionRoutes(app: App, core: Core): void {
               );
               break;
             case "agent.session.input.approval_result":
-              await messages.answer(
+              await sessions.answer(
                 s,
                 ev.action_id,
                 parseApproval({ decision: ev.decision, content: ev.content }, `events[${i}]`),

@@ -3,10 +3,11 @@
  * project. Credential secrets are write-only: no response carries them (the wire objects are built from the
  * non-secret fields) and request bodies are never logged.
  */
+
 import { z } from "zod";
+import type { Application } from "../../application/index.js";
 import type { App } from "../../http/app-types.js";
 import { ListQuery, Metadata } from "../../http/validate.js";
-import type { Core } from "../../main/compose.js";
 import type { VaultStatus } from "../../model/records.js";
 import { credentialObject, vaultObject } from "./render/environments.js";
 import * as openai from "./render.js";
@@ -56,9 +57,7 @@ function listOptions(q: z.infer<typeof VaultListQuery>) {
   };
 }
 
-export function vaultRoutes(app: App, core: Core): void {
-  const { vaults } = core;
-
+export function vaultRoutes(app: App, { vaults }: Application): void {
   app.post("/v1/vaults", { schema: { body: VaultCreate } }, async (req) =>
     vaultObject(await vaults.create(req.scope, req.body)),
   );

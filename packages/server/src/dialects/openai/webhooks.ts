@@ -5,15 +5,16 @@
  * `GET /v1/webhook_endpoints/{id}/deliveries` lists an endpoint's deliveries and their latest attempts; a test's
  * result says whether the answer counts as delivered (`success` is the official constant `true`).
  */
+
 import type {
   WebhookEndpoint,
   WebhookEndpointTestResult,
   WebhookEndpointWithSecret,
 } from "openai/resources/webhooks/webhooks";
 import { z } from "zod";
+import type { Application } from "../../application/index.js";
 import type { App } from "../../http/app-types.js";
 import { ListQuery } from "../../http/validate.js";
-import type { Core } from "../../main/compose.js";
 import type { WebhookDeliveryRecord, WebhookEndpointRecord } from "../../model/records.js";
 import { WEBHOOK_EVENT_TYPES } from "../../store/outbox.js";
 import * as openai from "./render.js";
@@ -84,12 +85,11 @@ const attemptObject = (a: WebhookDeliveryRecord["attempt_log"][number]) => ({
 });
 
 /** Served whatever the dialect header says (http/dialect.ts: these paths are official), in the official shapes. */
-export function webhookRoutes(app: App, core: Core): void {
-  routes(app, core);
+export function webhookRoutes(app: App, ops: Application): void {
+  routes(app, ops);
 }
 
-function routes(app: App, core: Core): void {
-  const { webhooks } = core;
+function routes(app: App, { webhooks }: Application): void {
   const path = "/v1/webhook_endpoints";
   const one = `${path}/:webhook_endpoint_id`;
 

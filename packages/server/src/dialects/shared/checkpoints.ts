@@ -5,14 +5,15 @@
  * come in the dialect's shape, lists as the dialect lists (official: cursor pages; template: everything), a fork
  * answers with the new session as the dialect shows sessions.
  */
+
 import type { FastifyReply } from "fastify";
 import { z } from "zod";
+import type { Application } from "../../application/index.js";
 import type { DiffResult } from "../../features/checkpoints/service.js";
 import { publicId } from "../../features/checkpoints/view.js";
 import type { App } from "../../http/app-types.js";
 import { ListQuery, SessionParams, TurnParams } from "../../http/validate.js";
 import { badRequest } from "../../kernel/errors.js";
-import type { Core } from "../../main/compose.js";
 import type { CheckpointInfo } from "../../model/checkpoints.js";
 import type { SessionRecord } from "../../model/records.js";
 import * as template from "../legacy/render.js";
@@ -47,8 +48,8 @@ const RestoreBody = z
   .strict();
 const ForkBody = z.object({ conversation: z.enum(["fork", "none"]).optional() }).strict();
 
-export function checkpointRoutes(app: App, core: Core, dialect: "openai" | "template"): void {
-  const { sessions, checkpoints } = core;
+export function checkpointRoutes(app: App, ops: Application, dialect: "openai" | "template"): void {
+  const { sessions, checkpoints } = ops;
   const base = "/v1/agents/sessions/:session_id";
 
   const list = (all: CheckpointInfo[], q: z.infer<typeof ListQuery>) => {

@@ -1,7 +1,7 @@
 import { z } from "zod";
+import type { Application } from "../../application/index.js";
 import type { App } from "../../http/app-types.js";
 import { SessionParams } from "../../http/validate.js";
-import type { Core } from "../../main/compose.js";
 import { goalObject } from "./render/goal.js";
 
 const GoalBody = z
@@ -19,8 +19,7 @@ const GoalBody = z
  * objective, pauses, resumes or changes caps; DELETE clears it. Setting or resuming an active goal starts a
  * (logical) turn on the session.
  */
-export function goalRoutes(app: App, core: Core): void {
-  const { sessions, goals, clock } = core;
+export function goalRoutes(app: App, { sessions, goals, clock }: Application): void {
   const path = "/v1/agents/sessions/:session_id/goal";
   app.get(path, { schema: { params: SessionParams } }, async (req) => {
     const s = await sessions.get(req.scope, req.params.session_id);

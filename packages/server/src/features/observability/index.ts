@@ -5,8 +5,28 @@
  */
 import type { Resource } from "@opentelemetry/resources";
 import type { Logger } from "pino";
-import type { Core } from "../../main/compose.js";
-import type { EventRecord } from "../../store/types.js";
+import type { SessionService } from "../../domain/sessions/service.js";
+import type { TurnRunner } from "../../domain/turns/runner.js";
+import type { Cluster } from "../../platform/cluster/types.js";
+import type { LocalLimits } from "../../platform/engine/local-limits.js";
+import type { Engines } from "../../platform/engine/types.js";
+import type { Sandboxes } from "../../platform/sandbox/sandboxes.js";
+import type { EventHub } from "../../platform/stream/hub.js";
+import type { EventRecord, Store } from "../../store/types.js";
+
+/** What observability watches: the service's parts as they report themselves. */
+export interface Observed {
+  logger: Logger;
+  store: Store;
+  cluster: Pick<Cluster, "instanceId">;
+  runner: Pick<TurnRunner, "activeCount">;
+  hub: Pick<EventHub, "subscriberCount" | "onEvent">;
+  engines: Pick<Engines, "stats">;
+  sessions: Pick<SessionService, "use">;
+  sandboxes: Pick<Sandboxes, "stats" | "limitsFor" | "onLimitHit"> | null;
+  localLimits: Pick<LocalLimits, "limits" | "onLimitHit"> | null;
+}
+
 import { Metrics } from "./metrics.js";
 import { TurnOrigins } from "./origins.js";
 import { serviceResource } from "./otlp.js";
@@ -25,7 +45,7 @@ export class Observability {
   readonly resource: Resource;
   private readonly origins = new TurnOrigins();
 
-  constructor(core: Core, opts: ObservabilityOptions = {}) {
+  constructor(core: Observed, opts: ObservabilityOptions = {}) {
     const env = opts.env ?? {};
     const logger = opts.logger ?? core.logger;
     this.resource = serviceResource(env);

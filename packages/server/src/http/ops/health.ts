@@ -1,4 +1,8 @@
-import type { Core } from "../../main/compose.js";
+import type { TurnRunner } from "../../domain/turns/runner.js";
+import type { CheckpointService } from "../../features/checkpoints/service.js";
+import type { Cluster } from "../../platform/cluster/types.js";
+import type { Engines } from "../../platform/engine/types.js";
+import type { Sandboxes } from "../../platform/sandbox/sandboxes.js";
 import type { App } from "../app-types.js";
 
 /**
@@ -7,7 +11,16 @@ import type { App } from "../app-types.js";
  * elsewhere. `degraded` (still 200: the instance serves every request, other instances would use the same model)
  * when its engines cannot reach their model: turns would wait for it and fail.
  */
-export function healthRoutes(app: App, core: Core): void {
+/** What the health answer reads (the service's parts, as they report themselves). */
+export interface HealthSources {
+  cluster: Pick<Cluster, "healthy" | "stats">;
+  engines: Pick<Engines, "model" | "stats">;
+  runner: Pick<TurnRunner, "activeCount">;
+  checkpoints: Pick<CheckpointService, "health" | "close">;
+  sandboxes: Pick<Sandboxes, "stats"> | null;
+}
+
+export function healthRoutes(app: App, core: HealthSources): void {
   app.get("/health", async (_req, reply) => {
     if (!core.cluster.healthy) reply.code(503);
     const model = core.engines.model();
@@ -33,7 +46,7 @@ export function healthRoutes(app: App, core: Core): void {
   });
 }
 
-function sandboxHealth(core: Core) {
+function sandboxHealth(core: HealthSources) {
   if (!core.sandboxes) return { backend: "local" as const };
   const s = core.sandboxes.stats();
   return {
