@@ -2,9 +2,10 @@
  * A session's history as both dialects read it: its items and turns, and those of its subagents (each subagent's
  * turns are the session's turns it ran). The session is one the caller may see (SessionOperations.get).
  */
-import { subagentsOf } from "../domain/turns/subagents.js";
+
 import { notFound } from "../kernel/errors.js";
 import type { ItemRecord, SessionRecord, SubagentRecord, TurnRecord } from "../model/records.js";
+import { subagentsOf } from "../model/subagents.js";
 import type { ItemListOptions, ListOptions, Page, Store } from "../store/types.js";
 
 export class HistoryOperations {

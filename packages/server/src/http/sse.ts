@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { badRequest } from "../kernel/errors.js";
-import type { EndReason, StreamClients } from "../platform/stream/clients.js";
+import type { EndReason } from "../model/streams.js";
+import type { StreamClients } from "../platform/stream/clients.js";
 import type { EventHub } from "../platform/stream/hub.js";
 import type { EventRecord } from "../store/types.js";
 

@@ -2,6 +2,8 @@
  * The durable store: one asynchronous interface, implemented by the embedded SQLite store and the PostgreSQL
  * store, both checked by the same contract suite (records: records.ts).
  */
+
+import type { ListOptions, Page } from "../model/pages.js";
 import type {
   AgentRecord,
   Appended,
@@ -31,22 +33,9 @@ import type {
   WebhookEndpointRecord,
 } from "../model/records.js";
 
+export type * from "../model/pages.js";
 export type * from "../model/records.js";
 export { FencedError } from "./fenced.js";
-
-export interface Page<T> {
-  data: T[];
-  has_more: boolean;
-}
-
-export interface ListOptions {
-  /** Exclusive cursor: an id of the list. */
-  after?: string;
-  /** 1..1000, default 20. */
-  limit?: number;
-  /** default "desc" (newest first) for agents/sessions/turns, "asc" for items. */
-  order?: "asc" | "desc";
-}
 
 export interface SessionListOptions extends ListOptions {
   project_id: string;

@@ -1,4 +1,4 @@
-import type { ListOptions, Page } from "../../store/types.js";
+import type { ListOptions, Page } from "../../model/pages.js";
 
 /**
  * Every record of a cursor-paged store list, oldest first (the template dialect has no pagination). The `after`

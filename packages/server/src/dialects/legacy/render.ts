@@ -4,7 +4,6 @@
  */
 
 import { settingsOf } from "../../domain/settings.js";
-import { publicTools } from "../../domain/tools.js";
 import type {
   AgentRecord,
   EventRecord,
@@ -13,7 +12,8 @@ import type {
   SessionRecord,
   Usage,
 } from "../../model/records.js";
-import type { EndReason } from "../../platform/stream/clients.js";
+import type { EndReason } from "../../model/streams.js";
+import { publicTools } from "../../model/tools.js";
 import { checkpointEventObject } from "../shared/render/checkpoint.js";
 import { goalObject } from "../shared/render/goal.js";
 import { repositoryOutputFields } from "../shared/render/repository.js";

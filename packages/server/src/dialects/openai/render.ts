@@ -24,8 +24,7 @@ import type {
 } from "openai/resources/beta/agents/agents";
 import type { Turn } from "openai/resources/beta/agents/sessions/turns/turns";
 import { settingsOf } from "../../domain/settings.js";
-import { redacted, toolsOf } from "../../domain/tools.js";
-import { subagentIdOf } from "../../domain/turns/subagents.js";
+import type { Page } from "../../model/pages.js";
 import type {
   AgentRecord,
   EnvironmentConfig,
@@ -40,9 +39,10 @@ import type {
   TurnStatus,
   Usage,
 } from "../../model/records.js";
-import type { EndReason } from "../../platform/stream/clients.js";
+import type { EndReason } from "../../model/streams.js";
+import { subagentIdOf } from "../../model/subagents.js";
+import { redacted, toolsOf } from "../../model/tools.js";
 import { environmentRoot } from "../../platform/workspace/environment-paths.js";
-import type { Page } from "../../store/types.js";
 import { checkpointEventObject } from "../shared/render/checkpoint.js";
 import { goalObject } from "../shared/render/goal.js";
 import { repositoryOutputFields } from "../shared/render/repository.js";

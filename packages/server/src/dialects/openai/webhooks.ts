@@ -16,7 +16,7 @@ import type { Application } from "../../application/index.js";
 import type { App } from "../../http/app-types.js";
 import { ListQuery } from "../../http/validate.js";
 import type { WebhookDeliveryRecord, WebhookEndpointRecord } from "../../model/records.js";
-import { WEBHOOK_EVENT_TYPES } from "../../store/outbox.js";
+import { WEBHOOK_EVENT_TYPES } from "../../model/webhooks.js";
 import * as openai from "./render.js";
 
 const secs = (t: number) => Math.floor(t);

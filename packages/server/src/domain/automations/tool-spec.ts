@@ -2,7 +2,7 @@
  * The agent's `automations` tool as the engine shows it to the model (declared with the thread: engine/thread-options;
  * answered by this server: agent-tool.ts).
  */
-import { AUTOMATIONS_TOOL_NAME } from "../tools.js";
+import { AUTOMATIONS_TOOL_NAME } from "../../model/tools.js";
 
 /** How the engine shows the tool to the model. */
 export const AUTOMATIONS_TOOL_SPEC = {

@@ -5,6 +5,7 @@
  * interleaved with the root turn's (which the client follows by `subagent_id: null`).
  */
 import type { SubagentNotificationEvent, ThreadItem } from "@codex-agent-api/codex";
+import { subagentIdOf } from "../../model/subagents.js";
 import type { EventHub } from "../../platform/stream/hub.js";
 import type {
   SessionRecord,
@@ -16,16 +17,6 @@ import type {
 } from "../../store/types.js";
 import { newId } from "../ids.js";
 import { addUsage, toUsage, ZERO_USAGE } from "../usage.js";
-
-/** A subagent's id, from its thread id (stable across instances and restarts). */
-export const subagentIdOf = (threadId: string) => `subagent_${threadId.replace(/-/g, "")}`;
-
-/** The subagents recorded on a session. */
-export function subagentsOf(s: SessionRecord): SubagentRecord[] {
-  const map = s.extra.subagents;
-  if (!map || typeof map !== "object") return [];
-  return Object.values(map as Record<string, SubagentRecord>).sort((a, b) => a.opened_at - b.opened_at);
-}
 
 /** What a logged item does to logs (the recorder's ordered append). */
 type Log = (event: Parameters<EventHub["append"]>[1], opts?: Parameters<EventHub["append"]>[2]) => void;

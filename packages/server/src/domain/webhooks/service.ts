@@ -7,8 +7,8 @@ import { randomBytes } from "node:crypto";
 import type { Clock } from "../../kernel/clock.js";
 import { badRequest, notFound, unprocessable } from "../../kernel/errors.js";
 import type { Scope } from "../../model/scope.js";
+import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from "../../model/webhooks.js";
 import { TargetRefused } from "../../platform/net/outbound-guard.js";
-import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from "../../store/outbox.js";
 import type {
   ListOptions,
   Page,

@@ -4,7 +4,7 @@
  */
 
 /** Why the server ends a stream that the client did not close. */
-export type EndReason = "revoked";
+import type { EndReason } from "../../model/streams.js";
 
 export interface StreamStats {
   sessionId: string;
