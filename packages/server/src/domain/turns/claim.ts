@@ -1,0 +1,101 @@
+/**
+ * The start of a turn: the store claims the session atomically (of two concurrent starts, on any instances, one
+ * wins), the claim's lease epoch fences every write of the turn from then on, the goal side is built, and the turn
+ * is recorded (`turn.started`) with the session's new status. A goal side that cannot be built gives the session
+ * back as it was; a session deleted meanwhile is "not found".
+ */
+import type { Clock } from "../../kernel/clock.js";
+import { conflict, notFound, unavailable } from "../../kernel/errors.js";
+import type { Cluster } from "../../platform/cluster/types.js";
+import type { EventHub } from "../../platform/stream/hub.js";
+import type { SessionRecord, Store, TurnRecord } from "../../store/types.js";
+import type { GoalRun } from "../goals/run.js";
+import { newId } from "../ids.js";
+import type { TurnInput } from "../input.js";
+
+export interface StartOptions {
+  /** The turn id, when the caller needed it first (a goal record names its turn). */
+  turnId?: string;
+  /** Builds the goal side of the turn, once the session is claimed. */
+  goal?: (turnId: string) => Promise<GoalRun>;
+}
+
+export interface ClaimDeps {
+  store: Store;
+  hub: EventHub;
+  clock: Clock;
+  cluster: Pick<Cluster, "instanceId" | "healthy">;
+}
+
+/** A claimed session (as the claim left it) and its recorded turn. */
+export interface Claim {
+  session: SessionRecord;
+  turn: TurnRecord;
+  goal: GoalRun | null;
+}
+
+/** Claims the session and records its new turn; 409 when another turn has it, 503 when this instance runs none. */
+export async function claimTurn(
+  deps: ClaimDeps,
+  session: SessionRecord,
+  input: TurnInput,
+  opts: StartOptions,
+): Promise<Claim> {
+  const { store, hub, clock, cluster } = deps;
+  if (!cluster.healthy) {
+    throw unavailable("This instance has lost its database and runs no turns right now: try again");
+  }
+  const now = clock.now();
+  const turnId = opts.turnId ?? newId("turn_");
+  const claimed = await store.claimSession(session.id, turnId, {
+    status: "in_progress",
+    error: null,
+    last_active_at: now,
+    updated_at: now,
+    owner_instance: cluster.instanceId,
+  });
+  if (!claimed) throw conflict("Session has an active turn");
+  // Every write of this turn carries the claim's fencing token: refused once another instance has taken over.
+  hub.fence(session.id, claimed.lease_epoch);
+  // A session deleted while its turn starts (after the claim) fails the writes that follow: it is "not found",
+  // as it would have been a moment earlier.
+  const deletedMeanwhile = async (err: unknown) =>
+    (await store.getSession(session.id)) ? err : notFound(`Session ${session.id} not found`, "session_id");
+  let goal: GoalRun | null = null;
+  try {
+    goal = opts.goal ? await opts.goal(turnId) : null;
+  } catch (err) {
+    hub.fence(session.id, null);
+    await store.updateSession(session.id, {
+      status: session.status,
+      active_turn_id: null,
+      error: session.error,
+    });
+    throw await deletedMeanwhile(err);
+  }
+  const turn: TurnRecord = {
+    id: turnId,
+    session_id: session.id,
+    created_at: now,
+    started_at: now,
+    completed_at: null,
+    status: "in_progress",
+    input: input.items,
+    error: null,
+    usage: null,
+    goal: goal ? { mode: goal.mode, objective: goal.objective } : null,
+    subagent_id: null,
+  };
+  try {
+    await hub.commit(session.id, async (tx, log) => {
+      await tx.insertTurn(turn);
+      log({ type: "turn.started", data: { turn } }, { turn_id: turnId });
+      log({ type: "session.status", data: { session: claimed } }, { turn_id: turnId });
+    });
+  } catch (err) {
+    const gone = await deletedMeanwhile(err);
+    if (gone !== err) hub.fence(session.id, null);
+    throw gone;
+  }
+  return { session: claimed, turn, goal };
+}

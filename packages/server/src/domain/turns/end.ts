@@ -1,0 +1,148 @@
+/**
+ * A turn's end, in one transaction of the session's log: the required actions nobody will answer now are resolved
+ * unanswered, the commands a stop ended say so, items left open are closed as incomplete, the turn gets its one
+ * terminal state and the session is idle again (usable after a failed turn, its usage summed). When another
+ * instance has taken the turn over meanwhile (the write is fenced off), its record of the end is the outcome.
+ */
+import type { TurnResult } from "@codex-agent-api/codex";
+import type { Logger } from "pino";
+import type { Clock } from "../../kernel/clock.js";
+import type { EventHub } from "../../platform/stream/hub.js";
+import {
+  FencedError,
+  type Store,
+  type StoredItem,
+  type TurnError,
+  type TurnRecord,
+  type TurnStatus,
+} from "../../store/types.js";
+import { addUsage, toUsage } from "../usage.js";
+import type { ActiveTurn, Stop } from "./running.js";
+
+export interface EndDeps {
+  hub: EventHub;
+  store: Store;
+  clock: Clock;
+  logger: Logger;
+}
+
+/** The end this instance recorded, and the turn as it ended (another instance's record when it took the turn over). */
+export interface TurnEnd {
+  ended: TurnRecord;
+  outcome: TurnRecord;
+}
+
+/** Stores the turn's end and the session's new status; the session's fence is lifted whatever happens. */
+export async function recordEnd(
+  deps: EndDeps,
+  active: ActiveTurn,
+  result: TurnResult | null,
+  failure: TurnError | null,
+): Promise<TurnEnd> {
+  const { hub, clock, logger } = deps;
+  const sessionId = active.session.id;
+  const usage = result?.usage ? toUsage(result.usage.turn) : null;
+  const { status, error } = outcome(active.stop, failure, result);
+  const turn: TurnRecord = { ...active.turn, status, error, usage, completed_at: clock.now() };
+  const type =
+    status === "completed" ? "turn.completed" : status === "failed" ? "turn.failed" : "turn.cancelled";
+  // Whatever the turn still waited for will not be answered now.
+  const unanswered = active.actions.close();
+  const committed = hub.commit(sessionId, async (tx, log) => {
+    for (const a of unanswered) {
+      log(
+        { type: "action.resolved", data: { action_id: a.id, action_type: a.type, answer: null } },
+        { turn_id: turn.id },
+      );
+    }
+    // The commands a stop ended say so, with the output they had streamed.
+    if (active.stop) {
+      for (const c of active.recorder.openCommands()) {
+        const item = stoppedCommand(c.item, c.output, active.stop);
+        const index = active.recorder.indexOf(item.id);
+        log(
+          { type: "item.completed", data: { item, output_index: index } },
+          {
+            turn_id: turn.id,
+            item: { kind: "finish", turn_id: turn.id, item, created_at: clock.now(), state: "incomplete" },
+          },
+        );
+      }
+    }
+    // Items the turn started but never finished (interrupted, failed) stay visible, marked incomplete.
+    for (const item of await tx.closeOpenItems(sessionId, turn.id, "failed")) {
+      log(
+        {
+          type: "item.completed",
+          data: { item: item.data, output_index: active.recorder.indexOf(item.id) },
+        },
+        { turn_id: turn.id },
+      );
+    }
+    await tx.updateTurn(sessionId, turn.id, {
+      status,
+      error,
+      usage,
+      completed_at: turn.completed_at,
+    });
+    const session = await tx.getSession(sessionId);
+    if (!session) return;
+    const now = clock.now();
+    const next = await tx.updateSession(sessionId, {
+      // A failed turn does not fail the session: it stays usable; `error` keeps why the last turn failed.
+      status: "idle",
+      error: status === "failed" ? (error?.message ?? null) : null,
+      active_turn_id: null,
+      required_actions: [],
+      usage: addUsage(session.usage, usage),
+      last_active_at: now,
+      updated_at: now,
+    });
+    log({ type, data: { turn } }, { turn_id: turn.id });
+    if (next) log({ type: "session.status", data: { session: next } }, { turn_id: turn.id });
+  });
+  let outcomeTurn = turn;
+  try {
+    await committed;
+  } catch (err) {
+    if (!(err instanceof FencedError)) throw err;
+    // Another instance took the turn over (this one was thought dead): it has ended the turn already.
+    logger.warn({ session: sessionId, turn: turn.id }, "turn was taken over by another instance");
+    outcomeTurn = (await deps.store.getTurn(sessionId, turn.id)) ?? turn;
+  } finally {
+    hub.fence(sessionId, null);
+  }
+  return { ended: turn, outcome: outcomeTurn };
+}
+
+function outcome(
+  stop: Stop | null,
+  failure: TurnError | null,
+  result: TurnResult | null,
+): { status: TurnStatus; error: TurnError | null } {
+  if (stop) {
+    const error =
+      stop.status === "failed" || stop.status === "cancelled"
+        ? { code: stop.code, message: stop.message }
+        : null;
+    return { status: stop.status, error };
+  }
+  if (failure) return { status: "failed", error: failure };
+  if (result?.status === "interrupted") {
+    return { status: "cancelled", error: { code: "interrupted", message: "The turn was interrupted" } };
+  }
+  if (result?.status === "failed") {
+    return {
+      status: "failed",
+      error: { code: "server_error", message: result.error?.message ?? "turn failed" },
+    };
+  }
+  return { status: "completed", error: null };
+}
+
+/** A command item the turn's stop ended: failed, its output what it streamed plus a line saying why it stopped. */
+function stoppedCommand(item: StoredItem, streamed: string, stop: Stop): StoredItem {
+  if (item.type !== "commandExecution") return item;
+  const output = streamed && !streamed.endsWith("\n") ? `${streamed}\n` : streamed;
+  return { ...item, status: "failed", aggregatedOutput: `${output}[command stopped: ${stop.message}]` };
+}
