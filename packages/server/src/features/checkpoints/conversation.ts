@@ -46,6 +46,12 @@ export function parseConv(raw: string | undefined): ConvPoint {
   return { kind: "base" };
 }
 
+/** Where the session's conversation stands now: everything its thread holds of the turns so far. */
+export async function currentConv(store: Store, sessionId: string): Promise<string> {
+  const last = (await store.listTurns(sessionId, { order: "desc", limit: 1 })).data[0];
+  return formatConv(last ? { kind: "upto", turn: last.id } : { kind: "base" });
+}
+
 /** An engine turn as the thread lists it. */
 export interface EngineTurnRef {
   id: string;

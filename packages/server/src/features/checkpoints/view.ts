@@ -1,10 +1,10 @@
 /**
  * How the service names checkpoints: public ids, kinds and the meta every checkpoint of a session carries (its
- * commit message holds it), and the summary the event log keeps.
+ * commit message holds it), the marks of a turn's bounds, and the summary the event log keeps.
  */
 import { badRequest } from "../../kernel/errors.js";
 import type { CheckpointInfo } from "../../model/checkpoints.js";
-import type { CheckpointSummary } from "../../store/types.js";
+import type { CheckpointSummary, SessionRecord } from "../../store/types.js";
 
 /** Why a checkpoint was made. */
 export type CheckpointKind =
@@ -56,6 +56,18 @@ export const toMeta = (m: CheckpointMeta): Record<string, string> => {
   for (const [k, v] of Object.entries(m)) if (typeof v === "string") out[k] = v;
   return out;
 };
+
+/** The meta of a checkpoint made for session `s`: its session and project, then `m`. */
+export const sessionMeta = (
+  s: SessionRecord,
+  m: Omit<CheckpointMeta, "session_id" | "project_id">,
+): Record<string, string> => toMeta({ session_id: s.id, project_id: s.project_id, ...m });
+
+/** The mark of a turn's bound in the store: the checkpoint before it, or the one after it. */
+export const turnMark = (sessionId: string, turnId: string, which: "before" | "after") =>
+  `sessions/${sessionId}/turns/${turnId}/${which}`;
+/** Mark names are [A-Za-z0-9_-]: ids that are not stay unmarked. */
+export const SAFE_ID = /^[A-Za-z0-9_-]+$/;
 
 const PUBLIC_ID = /^ckpt_([0-9a-f]{40})$/;
 

@@ -1,0 +1,59 @@
+/**
+ * Keeping turns away from a session's workspace while the API works on it: a manual checkpoint, a restore or a
+ * fork is refused while a turn runs (here, or anywhere by the session's stored claim), and a restore claims the
+ * session like a turn does (store.claimSession: one winner, whatever the instance), so that no turn starts until
+ * it releases the claim.
+ */
+import { randomBytes } from "node:crypto";
+import type { Logger } from "pino";
+import type { TurnRunner } from "../../domain/turns/runner.js";
+import type { Clock } from "../../kernel/clock.js";
+import { conflict } from "../../kernel/errors.js";
+import type { SessionRecord, Store } from "../../store/types.js";
+
+export class SessionClaims {
+  constructor(
+    private readonly deps: {
+      store: Store;
+      runner: Pick<TurnRunner, "isActive">;
+      clock: Clock;
+      logger: Logger;
+      cluster: { readonly instanceId: string; readonly healthy: boolean };
+    },
+  ) {}
+
+  /** 409 while a turn (or another restore) has the session; `what` names what is refused. */
+  async refuseBusy(s: SessionRecord, what: string): Promise<void> {
+    const fresh = (await this.deps.store.getSession(s.id)) ?? s;
+    if (this.deps.runner.isActive(s.id) || fresh.active_turn_id) {
+      throw conflict(
+        `Cannot ${what} while a turn runs (or another restore): wait for it to end or cancel it`,
+        "session_busy",
+      );
+    }
+  }
+
+  /** Claims the session for a restore: the claimed record (409 when a turn has it, or this instance cannot claim). */
+  async claimForRestore(s: SessionRecord): Promise<SessionRecord> {
+    const { store, clock, cluster } = this.deps;
+    if (!cluster.healthy)
+      throw conflict("This instance cannot claim sessions right now: try again", "unavailable");
+    const claim = `restore_${randomBytes(12).toString("hex")}`;
+    const claimed = await store.claimSession(s.id, claim, {
+      owner_instance: cluster.instanceId,
+      updated_at: clock.now(),
+    });
+    if (!claimed) throw conflict("Session has an active turn", "session_busy");
+    return claimed;
+  }
+
+  /** Releases a restore's claim (a failure is logged: the restore itself is done or failed already). */
+  async release(s: SessionRecord): Promise<void> {
+    const { store, clock } = this.deps;
+    await store
+      .updateSession(s.id, { active_turn_id: null, updated_at: clock.now() })
+      .catch((err: unknown) =>
+        this.deps.logger.error({ session: s.id, err: String(err) }, "could not release a restore's claim"),
+      );
+  }
+}
