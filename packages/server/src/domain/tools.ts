@@ -15,7 +15,6 @@ import {
   type McpHttpTransport,
   type McpStdioTransport,
   type McpTool,
-  type Tool,
   type WebSearchTool,
 } from "../model/tools.js";
 import { type OutboundGuard, TargetRefused } from "../platform/net/outbound-guard.js";

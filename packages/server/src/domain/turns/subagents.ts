@@ -7,14 +7,7 @@
 import type { SubagentNotificationEvent, ThreadItem } from "@codex-agent-api/codex";
 import { subagentIdOf } from "../../model/subagents.js";
 import type { EventHub } from "../../platform/stream/hub.js";
-import type {
-  SessionRecord,
-  StoredItem,
-  SubagentRecord,
-  TurnRecord,
-  TurnStatus,
-  Usage,
-} from "../../store/types.js";
+import type { StoredItem, SubagentRecord, TurnRecord, TurnStatus, Usage } from "../../store/types.js";
 import { newId } from "../ids.js";
 import { addUsage, toUsage, ZERO_USAGE } from "../usage.js";
 
