@@ -4,8 +4,8 @@
  * is inside the session's environment (`/workspace/…`, never this host's directory) and the turn that published it.
  */
 import { statSync } from "node:fs";
+import { environmentPath, environmentRoot } from "../model/environment-paths.js";
 import type { SessionRecord } from "../model/records.js";
-import { environmentPath, environmentRoot } from "../platform/workspace/environment-paths.js";
 import {
   type ArtifactInfo,
   contentTypeFor,

@@ -5,14 +5,15 @@
  * reserved for it), its first input; then updates, deletion and the input a running session takes (messages,
  * steering, cancel, answers to required actions). Everything in the caller's project.
  */
-import type { GoalCaps } from "../domain/goals/book.js";
-import type { TurnInput } from "../domain/input.js";
+
 import type { MessageService, Sent } from "../domain/messages.js";
 import type { SessionFields, SessionService, WorkspaceMode } from "../domain/sessions/service.js";
-import type { ActionAnswer } from "../domain/turns/actions.js";
 import type { TurnRunner } from "../domain/turns/runner.js";
 import type { VaultService } from "../domain/vaults/service.js";
 import { conflict } from "../kernel/errors.js";
+import type { ActionAnswer } from "../model/answers.js";
+import type { GoalCaps } from "../model/goal-caps.js";
+import type { TurnInput } from "../model/input.js";
 import type { SessionRecord, TurnRecord } from "../model/records.js";
 import type { Scope } from "../model/scope.js";
 import type { Page, SessionListOptions } from "../store/types.js";

@@ -1,9 +1,9 @@
 import type { Clock } from "../kernel/clock.js";
 import { notFound } from "../kernel/errors.js";
+import { newId } from "../model/ids.js";
 import type { Scope } from "../model/scope.js";
+import { DEFAULT_SETTINGS, mergeSettings, type SettingsPatch, settingsOf } from "../model/settings.js";
 import type { AgentRecord, ListOptions, Page, Store } from "../store/types.js";
-import { newId } from "./ids.js";
-import { DEFAULT_SETTINGS, mergeSettings, type SettingsPatch, settingsOf } from "./settings.js";
 
 /** Saved agent configuration fields (already validated by the wire layer). */
 export interface AgentFields {

@@ -5,12 +5,12 @@
  */
 
 import { conflict, notFound } from "../kernel/errors.js";
+import type { ActionAnswer } from "../model/answers.js";
+import type { GoalCaps } from "../model/goal-caps.js";
+import { isTurnId } from "../model/ids.js";
+import type { TurnInput } from "../model/input.js";
 import type { SessionRecord, Store, TurnRecord } from "../store/types.js";
-import type { GoalCaps } from "./goals/book.js";
 import type { GoalService } from "./goals/service.js";
-import { isTurnId } from "./ids.js";
-import type { TurnInput } from "./input.js";
-import type { ActionAnswer } from "./turns/actions.js";
 import type { TurnControl } from "./turns/control.js";
 import type { TurnRunner } from "./turns/runner.js";
 

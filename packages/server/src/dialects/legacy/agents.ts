@@ -1,8 +1,8 @@
 import { z } from "zod";
 import type { Application } from "../../application/index.js";
-import { APPROVAL_POLICIES, type ApprovalPolicy } from "../../domain/settings.js";
 import type { App } from "../../http/app-types.js";
 import { AgentParams, Metadata } from "../../http/validate.js";
+import { APPROVAL_POLICIES, type ApprovalPolicy } from "../../model/settings.js";
 import { allPages } from "./all-pages.js";
 import * as template from "./render.js";
 

@@ -3,7 +3,6 @@
  * Integer-second timestamps, `{error, type}` errors, `agent.session.*` SSE names carrying exec-style items.
  */
 
-import { settingsOf } from "../../domain/settings.js";
 import type {
   AgentRecord,
   EventRecord,
@@ -12,6 +11,7 @@ import type {
   SessionRecord,
   Usage,
 } from "../../model/records.js";
+import { settingsOf } from "../../model/settings.js";
 import type { EndReason } from "../../model/streams.js";
 import { publicTools } from "../../model/tools.js";
 import { checkpointEventObject } from "../shared/render/checkpoint.js";

@@ -1,8 +1,8 @@
 import { z } from "zod";
 import type { Application } from "../../application/index.js";
-import { APPROVAL_POLICIES, type SettingsPatch } from "../../domain/settings.js";
 import type { App } from "../../http/app-types.js";
 import { AgentParams, ListQuery, Metadata } from "../../http/validate.js";
+import { APPROVAL_POLICIES, type SettingsPatch } from "../../model/settings.js";
 import * as openai from "./render.js";
 
 /** Model settings (`domain/settings.ts`): each part may be partial; it is merged over the documented defaults. */

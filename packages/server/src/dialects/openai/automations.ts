@@ -15,12 +15,12 @@ import { z } from "zod";
 import type { Application } from "../../application/index.js";
 import type { AutomationCreate, AutomationUpdate } from "../../domain/automations/service.js";
 import { inlineAgentSettings, type TargetParam } from "../../domain/automations/target.js";
-import { DEFAULT_SETTINGS, mergeSettings } from "../../domain/settings.js";
 import type { App } from "../../http/app-types.js";
 import { idempotent } from "../../http/idempotency.js";
 import { ListQuery, Metadata, UnixSeconds } from "../../http/validate.js";
 import { badRequest } from "../../kernel/errors.js";
 import type { AutomationRecord, AutomationTarget, InvocationRecord } from "../../model/records.js";
+import { DEFAULT_SETTINGS, mergeSettings } from "../../model/settings.js";
 import { Settings, Tools } from "./agents.js";
 import * as openai from "./render.js";
 

@@ -23,7 +23,7 @@ import type {
   WebSearchAction,
 } from "openai/resources/beta/agents/agents";
 import type { Turn } from "openai/resources/beta/agents/sessions/turns/turns";
-import { settingsOf } from "../../domain/settings.js";
+import { environmentRoot } from "../../model/environment-paths.js";
 import type { Page } from "../../model/pages.js";
 import type {
   AgentRecord,
@@ -39,10 +39,10 @@ import type {
   TurnStatus,
   Usage,
 } from "../../model/records.js";
+import { settingsOf } from "../../model/settings.js";
 import type { EndReason } from "../../model/streams.js";
 import { subagentIdOf } from "../../model/subagents.js";
 import { redacted, toolsOf } from "../../model/tools.js";
-import { environmentRoot } from "../../platform/workspace/environment-paths.js";
 import { checkpointEventObject } from "../shared/render/checkpoint.js";
 import { goalObject } from "../shared/render/goal.js";
 import { repositoryOutputFields } from "../shared/render/repository.js";

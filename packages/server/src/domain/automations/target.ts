@@ -4,13 +4,13 @@
  */
 
 import { badRequest, unprocessable } from "../../kernel/errors.js";
+import { hasContent, parseInput, type TurnInput } from "../../model/input.js";
 import type { Scope } from "../../model/scope.js";
+import type { SettingsPatch } from "../../model/settings.js";
 import type { OutboundGuard } from "../../platform/net/outbound-guard.js";
 import type { AutomationInputMessage, AutomationTarget } from "../../store/types.js";
 import type { AgentService } from "../agents.js";
-import { hasContent, parseInput, type TurnInput } from "../input.js";
 import type { SessionFields, SessionService } from "../sessions/service.js";
-import type { SettingsPatch } from "../settings.js";
 import { parseTools } from "../tools.js";
 
 /** A target as a request gives it (types checked by the route schema). */

@@ -6,9 +6,9 @@
  */
 import { statSync } from "node:fs";
 import { ApiError, conflict, notFound } from "../../kernel/errors.js";
+import { environmentPath } from "../../model/environment-paths.js";
 import type { Scope } from "../../model/scope.js";
 import { type ArtifactInfo, listArtifacts } from "../../platform/workspace/artifacts.js";
-import { environmentPath } from "../../platform/workspace/environment-paths.js";
 import { encodeArtifactId, resolveDetailed } from "../../platform/workspace/paths.js";
 import { writeUpload } from "../../platform/workspace/upload.js";
 import type { EnvironmentRecord, Store } from "../../store/types.js";

@@ -3,7 +3,7 @@
  * workspace-relative, and the 422 for what this server does not support.
  */
 import { ApiError, badRequest } from "../../kernel/errors.js";
-import { ENVIRONMENT_ROOT } from "../../platform/workspace/environment-paths.js";
+import { ENVIRONMENT_ROOT } from "../../model/environment-paths.js";
 
 /** A 422 with a code naming what is not supported here. */
 export const unsupported = (message: string, param: string, code = "unsupported_environment_feature") =>

@@ -2,14 +2,9 @@ import type { ThreadGoal } from "@codex-agent-api/codex";
 import type { GoalLimits } from "../../config/load.js";
 import type { Clock } from "../../kernel/clock.js";
 import { badRequest } from "../../kernel/errors.js";
+import type { GoalCaps } from "../../model/goal-caps.js";
 import type { EventHub } from "../../platform/stream/hub.js";
 import type { GoalReason, GoalRecord, GoalStatus, Store } from "../../store/types.js";
-
-export interface GoalCaps {
-  token_budget?: number;
-  max_turns?: number;
-  max_duration_seconds?: number;
-}
 
 export type ResolvedCaps = Pick<GoalRecord, "token_budget" | "max_turns" | "max_duration_seconds">;
 
@@ -182,31 +177,4 @@ export class GoalBook {
       if (announce) log({ type: "goal.updated", data: { goal } }, { turn_id: turnId });
     });
   }
-}
-
-/** Parses `goal: true | {token_budget, max_turns, max_duration_seconds}` as both dialects send it. */
-export function parseGoalOption(raw: unknown, where = "goal"): GoalCaps | null {
-  if (raw === undefined || raw === null || raw === false) return null;
-  if (raw === true) return {};
-  if (typeof raw !== "object" || Array.isArray(raw)) {
-    throw badRequest(
-      `'${where}' must be true or an object {token_budget, max_turns, max_duration_seconds}`,
-      where,
-    );
-  }
-  return parseCaps(raw as Record<string, unknown>, where);
-}
-
-export function parseCaps(o: Record<string, unknown>, where: string): GoalCaps {
-  const caps: GoalCaps = {};
-  for (const key of ["token_budget", "max_turns", "max_duration_seconds"] as const) {
-    const v = o[key];
-    if (v === undefined || v === null) continue;
-    const min = key === "max_turns" ? 0 : 1;
-    if (typeof v !== "number" || !Number.isInteger(v) || v < min) {
-      throw badRequest(`'${where}.${key}' must be an integer >= ${min}`, `${where}.${key}`);
-    }
-    caps[key] = v;
-  }
-  return caps;
 }

@@ -6,12 +6,13 @@ import { goalObjective } from "@codex-agent-api/codex";
 import type { Logger } from "pino";
 import type { Clock } from "../../kernel/clock.js";
 import { badRequest, conflict, notFound } from "../../kernel/errors.js";
+import type { GoalCaps } from "../../model/goal-caps.js";
+import type { TurnInput } from "../../model/input.js";
 import type { Engines } from "../../platform/engine/types.js";
 import type { GoalRecord, SessionRecord } from "../../store/types.js";
-import type { TurnInput } from "../input.js";
 import type { TurnControl } from "../turns/control.js";
 import type { TurnRunner } from "../turns/runner.js";
-import type { GoalBook, GoalCaps } from "./book.js";
+import type { GoalBook } from "./book.js";
 import { type GoalMode, GoalRun } from "./run.js";
 
 /** A change to a session's goal (the goal resource's POST). */

@@ -6,12 +6,12 @@
  */
 import type { Clock } from "../../kernel/clock.js";
 import { conflict, notFound, unavailable } from "../../kernel/errors.js";
+import { newId } from "../../model/ids.js";
+import type { TurnInput } from "../../model/input.js";
 import type { Cluster } from "../../platform/cluster/types.js";
 import type { EventHub } from "../../platform/stream/hub.js";
 import type { SessionRecord, Store, TurnRecord } from "../../store/types.js";
 import type { GoalRun } from "../goals/run.js";
-import { newId } from "../ids.js";
-import type { TurnInput } from "../input.js";
 
 export interface StartOptions {
   /** The turn id, when the caller needed it first (a goal record names its turn). */

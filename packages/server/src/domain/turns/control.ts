@@ -7,9 +7,9 @@
 import type { InputItem } from "@codex-agent-api/codex";
 import type { Logger } from "pino";
 import { ApiError, conflict, type ErrorKind } from "../../kernel/errors.js";
+import type { ActionAnswer } from "../../model/answers.js";
 import type { Cluster, ControlOp, ControlResult } from "../../platform/cluster/types.js";
 import type { Store, TurnRecord } from "../../store/types.js";
-import type { ActionAnswer } from "./actions.js";
 import type { TurnRunner } from "./runner.js";
 
 export class TurnControl {

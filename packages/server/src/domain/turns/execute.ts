@@ -18,12 +18,12 @@ import {
 } from "@codex-agent-api/codex";
 import type { Logger } from "pino";
 import type { Config } from "../../config/load.js";
+import { engineEffort, settingsOf } from "../../model/settings.js";
 import type { Rollouts } from "../../platform/cluster/types.js";
 import { missingModelReason } from "../../platform/engine/codex-home.js";
 import type { Engines } from "../../platform/engine/types.js";
 import type { SessionRecord, Store, TurnError } from "../../store/types.js";
 import { HookFailure } from "../feature.js";
-import { engineEffort, settingsOf } from "../settings.js";
 import type { TurnFeatures } from "./hooks.js";
 import type { ActiveTurn } from "./running.js";
 import type { TurnStopper } from "./stop.js";

@@ -5,10 +5,10 @@
  */
 import type { Thread, Turn } from "@codex-agent-api/codex";
 import type { Timer } from "../../kernel/clock.js";
+import { isTurnEnd } from "../../model/events.js";
 import type { Cluster } from "../../platform/cluster/types.js";
 import type { EventHub } from "../../platform/stream/hub.js";
 import type { SessionRecord, Store, TurnRecord, TurnStatus } from "../../store/types.js";
-import { isTurnEnd } from "../events.js";
 import type { GoalRun } from "../goals/run.js";
 import type { TurnActions } from "./actions.js";
 import type { TurnRecorder } from "./recorder.js";

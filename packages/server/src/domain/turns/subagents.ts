@@ -5,10 +5,10 @@
  * interleaved with the root turn's (which the client follows by `subagent_id: null`).
  */
 import type { SubagentNotificationEvent, ThreadItem } from "@codex-agent-api/codex";
+import { newId } from "../../model/ids.js";
 import { subagentIdOf } from "../../model/subagents.js";
 import type { EventHub } from "../../platform/stream/hub.js";
 import type { StoredItem, SubagentRecord, TurnRecord, TurnStatus, Usage } from "../../store/types.js";
-import { newId } from "../ids.js";
 import { addUsage, toUsage, ZERO_USAGE } from "../usage.js";
 
 /** What a logged item does to logs (the recorder's ordered append). */

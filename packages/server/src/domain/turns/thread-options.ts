@@ -1,13 +1,13 @@
 import type { ServerRequestHandler, ThreadEnvironmentParams, ThreadOptions } from "@codex-agent-api/codex";
 import type { Config } from "../../config/load.js";
 import { isRecord } from "../../kernel/is-record.js";
+import { settingsOf } from "../../model/settings.js";
 import { functionTools, hasAutomationsTool, type McpTool, mcpTools, toolsOf } from "../../model/tools.js";
 import { engineSearchPath, isolated, PERMISSION_PROFILE } from "../../platform/engine/codex-home.js";
 import type { SessionRecord } from "../../store/types.js";
 import { AUTOMATIONS_TOOL_SPEC } from "../automations/tool-spec.js";
 import { CONTAINER_PATH, SANDBOX_CWD } from "../sandboxes/paths.js";
 import { sandboxIdOf } from "../sessions/workspace.js";
-import { settingsOf } from "../settings.js";
 
 /** The session each thread options object was built for (read by engine decorators: environments, vaults). */
 const built = new WeakMap<ThreadOptions, SessionRecord>();

@@ -6,9 +6,9 @@
  */
 import type { Logger } from "pino";
 import type { SessionFields, SessionService } from "../../domain/sessions/service.js";
-import { settingsOf } from "../../domain/settings.js";
 import type { CheckpointInfo } from "../../model/checkpoints.js";
 import type { Scope } from "../../model/scope.js";
+import { settingsOf } from "../../model/settings.js";
 import type { SessionRecord, Store, TurnRecord } from "../../store/types.js";
 import type { CheckpointAnnouncer } from "./announce.js";
 import type { SessionClaims } from "./claims.js";

@@ -3,7 +3,7 @@
  * `agent.session.trace` pages of `GET /v1/agents/sessions/{id}/traces`.
  */
 import type { Resource } from "@opentelemetry/resources";
-import { TERMINAL_TURN_EVENTS } from "../../domain/events.js";
+import { TERMINAL_TURN_EVENTS } from "../../model/events.js";
 import type { EventRecord, Queries, TurnRecord, TurnStatus } from "../../store/types.js";
 import { otlpJson } from "./otlp.js";
 import { type SpanData, type SpanLinkData, turnSpans } from "./trace-model.js";

@@ -9,21 +9,7 @@
  * items (a command's `cwd`, a file change's paths) and approval requests.
  */
 import { realpathSync } from "node:fs";
-
-/** The official root of an environment's files. */
-export const ENVIRONMENT_ROOT = "/workspace";
-
-/** Where a session's workspace is, as its clients see it. */
-export function environmentRoot(s: { extra: Record<string, unknown> }): string {
-  const chosen = s.extra.workspace_directory;
-  return typeof chosen === "string" && chosen.startsWith("/") ? chosen : ENVIRONMENT_ROOT;
-}
-
-/** A workspace-relative path ("" = the workspace itself) inside the environment whose workspace is `root`. */
-export function environmentPath(root: string, rel: string): string {
-  if (rel === "") return root;
-  return root === "/" ? `/${rel}` : `${root}/${rel}`;
-}
+import { environmentPath, environmentRoot } from "../../model/environment-paths.js";
 
 /**
  * Rewrites absolute host paths inside a session's workspace (as given, or with symlinks resolved: the engine may

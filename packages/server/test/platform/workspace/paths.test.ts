@@ -14,11 +14,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ApiError, type ErrorKind } from "../../../src/kernel/errors.js";
-import {
-  environmentPath,
-  environmentRoot,
-  hostPathsOf,
-} from "../../../src/platform/workspace/environment-paths.js";
+import { environmentPath, environmentRoot } from "../../../src/model/environment-paths.js";
+import { hostPathsOf } from "../../../src/platform/workspace/environment-paths.js";
 import {
   contentTypeFor,
   decodeArtifactId,

@@ -1,4 +1,4 @@
-import type { EventRecord, LogEventType } from "../store/types.js";
+import type { EventRecord, LogEventType } from "./records.js";
 
 /** The events that end a turn. */
 export const TERMINAL_TURN_EVENTS: ReadonlySet<LogEventType> = new Set<LogEventType>([
