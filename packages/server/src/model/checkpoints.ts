@@ -2,6 +2,7 @@
  * The shapes of workspace checkpoints (the shadow git store's records and options): what platform/git-store makes,
  * features/checkpoints serves and the dialects render. The defaults are in config/checkpoint-defaults.ts.
  */
+import type { SessionRecord } from "./records.js";
 
 export interface WorkspaceGitState {
   /** The commit the workspace repository's HEAD points at; null on an unborn branch or when unreadable. */
@@ -128,4 +129,33 @@ export interface RestoreOptions {
    * to the agent's user: a change of owner the store must not take for a change of the files).
    */
   written?: () => Promise<void>;
+}
+
+/** A diff between two checkpoints (or a checkpoint and the workspace), with the checkpoints it is between. */
+export interface DiffResult {
+  from: string | null;
+  to: string;
+  diff: CheckpointDiff;
+}
+
+/** What a restore did (or, dry run, would do). */
+export interface RestoreOutcome {
+  target: CheckpointInfo;
+  dryRun: boolean;
+  conversation: "keep" | "revert";
+  changes: RestoreChange[];
+  safety: CheckpointInfo | null;
+  undo: string | null;
+  restored: CheckpointInfo | null;
+  /** With `conversation: revert`: engine turns the conversation keeps, and how many it drops. */
+  conversationTurns: { kept: number; dropped: number } | null;
+}
+
+/** A session forked from a checkpoint. */
+export interface ForkOutcome {
+  session: SessionRecord;
+  checkpoint: CheckpointInfo;
+  from: { session_id: string; checkpoint_id: string; turn_id: string | null };
+  /** Engine turns the new session's conversation starts with (0: a new conversation). */
+  conversationTurns: number;
 }

@@ -9,12 +9,11 @@
 import type { FastifyReply } from "fastify";
 import { z } from "zod";
 import type { Application } from "../../application/index.js";
-import type { DiffResult } from "../../features/checkpoints/service.js";
-import { publicId } from "../../features/checkpoints/view.js";
 import type { App } from "../../http/app-types.js";
 import { ListQuery, SessionParams, TurnParams } from "../../http/validate.js";
 import { badRequest } from "../../kernel/errors.js";
-import type { CheckpointInfo } from "../../model/checkpoints.js";
+import { publicId } from "../../model/checkpoint-names.js";
+import type { CheckpointInfo, DiffResult } from "../../model/checkpoints.js";
 import type { SessionRecord } from "../../model/records.js";
 import * as template from "../legacy/render.js";
 import * as openai from "../openai/render.js";

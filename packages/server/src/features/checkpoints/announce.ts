@@ -6,11 +6,11 @@
  */
 import type { Logger } from "pino";
 import type { CheckpointSettings } from "../../config/load.js";
+import { summaryOf } from "../../model/checkpoint-names.js";
 import type { CheckpointInfo } from "../../model/checkpoints.js";
 import type { EventHub } from "../../platform/stream/hub.js";
 import type { SessionRecord } from "../../store/types.js";
 import type { StoreUsage } from "./usage.js";
-import { summaryOf } from "./view.js";
 
 export class CheckpointAnnouncer {
   constructor(

@@ -4,9 +4,11 @@
  * written out) and, unless `conversation: none`, the conversation up to that point (a copy of the thread, and the
  * history of those turns). The way to get a shared workspace's checkpoint back. A fork that fails is removed.
  */
+
 import type { Logger } from "pino";
 import type { SessionFields, SessionService } from "../../domain/sessions/service.js";
-import type { CheckpointInfo } from "../../model/checkpoints.js";
+import { sessionMeta } from "../../model/checkpoint-names.js";
+import type { CheckpointInfo, ForkOutcome } from "../../model/checkpoints.js";
 import type { Scope } from "../../model/scope.js";
 import { settingsOf } from "../../model/settings.js";
 import type { SessionRecord, Store, TurnRecord } from "../../store/types.js";
@@ -17,15 +19,6 @@ import type { Housekeeping } from "./housekeeping.js";
 import type { CheckpointReader } from "./reads.js";
 import type { CheckpointStores } from "./stores.js";
 import type { ConversationThreads } from "./threads.js";
-import { sessionMeta } from "./view.js";
-
-export interface ForkOutcome {
-  session: SessionRecord;
-  checkpoint: CheckpointInfo;
-  from: { session_id: string; checkpoint_id: string; turn_id: string | null };
-  /** Engine turns the new session's conversation starts with (0: a new conversation). */
-  conversationTurns: number;
-}
 
 export class CheckpointFork {
   constructor(

@@ -6,6 +6,7 @@
  * service logs them (a checkpoint never fails a turn).
  */
 import type { Logger } from "pino";
+import { SAFE_ID, sessionMeta, turnMark } from "../../model/checkpoint-names.js";
 import type { CheckpointInfo } from "../../model/checkpoints.js";
 import type { EventHub } from "../../platform/stream/hub.js";
 import type { SessionRecord, Store, TurnRecord } from "../../store/types.js";
@@ -14,7 +15,6 @@ import { formatConv } from "./conversation.js";
 import type { Housekeeping } from "./housekeeping.js";
 import type { CheckpointStores } from "./stores.js";
 import type { StoreUsage } from "./usage.js";
-import { SAFE_ID, sessionMeta, turnMark } from "./view.js";
 
 /** Engine items that never change a file. Any other (a command, a patch, a tool or subagent call…) may. */
 const HARMLESS_ITEMS: ReadonlySet<string> = new Set([

@@ -3,19 +3,14 @@
  * one by public id, the checkpoints before and after a turn (its marks), diffs and files. What the session does
  * not see is a 404 like what does not exist.
  */
+
 import type { CheckpointSettings } from "../../config/load.js";
 import { conflict, notFound } from "../../kernel/errors.js";
-import type { CheckpointDiff, CheckpointInfo } from "../../model/checkpoints.js";
+import { commitOf, SAFE_ID, turnMark } from "../../model/checkpoint-names.js";
+import type { CheckpointDiff, CheckpointInfo, DiffResult } from "../../model/checkpoints.js";
 import type { ShadowRepo } from "../../platform/git-store/shadow-repo.js";
 import type { SessionRecord, TurnRecord } from "../../store/types.js";
 import type { CheckpointStores } from "./stores.js";
-import { commitOf, SAFE_ID, turnMark } from "./view.js";
-
-export interface DiffResult {
-  from: string | null;
-  to: string;
-  diff: CheckpointDiff;
-}
 
 export class CheckpointReader {
   constructor(private readonly deps: { settings: CheckpointSettings; stores: CheckpointStores }) {}

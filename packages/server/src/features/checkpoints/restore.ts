@@ -5,10 +5,12 @@
  * conversation cannot follow, the files go back. Before a revert the current conversation is copied into a backup
  * thread named by the safety checkpoint, so restoring that one with `conversation: revert` undoes both.
  */
+
 import type { Logger } from "pino";
 import type { TurnRunner } from "../../domain/turns/runner.js";
 import { conflict } from "../../kernel/errors.js";
-import type { CheckpointInfo, RestoreChange } from "../../model/checkpoints.js";
+import { sessionMeta } from "../../model/checkpoint-names.js";
+import type { CheckpointInfo, RestoreChange, RestoreOutcome } from "../../model/checkpoints.js";
 import type { ShadowRepo } from "../../platform/git-store/shadow-repo.js";
 import type { SessionRecord, Store } from "../../store/types.js";
 import type { CheckpointAnnouncer } from "./announce.js";
@@ -18,19 +20,6 @@ import type { Housekeeping } from "./housekeeping.js";
 import type { CheckpointReader } from "./reads.js";
 import type { CheckpointStores } from "./stores.js";
 import type { ConversationPlan, ConversationThreads } from "./threads.js";
-import { sessionMeta } from "./view.js";
-
-export interface RestoreOutcome {
-  target: CheckpointInfo;
-  dryRun: boolean;
-  conversation: "keep" | "revert";
-  changes: RestoreChange[];
-  safety: CheckpointInfo | null;
-  undo: string | null;
-  restored: CheckpointInfo | null;
-  /** With `conversation: revert`: engine turns the conversation keeps, and how many it drops. */
-  conversationTurns: { kept: number; dropped: number } | null;
-}
 
 /** A RestoreOutcome from what the store answered and the conversation's plan. */
 type Outcome = (

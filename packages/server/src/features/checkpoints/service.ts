@@ -34,6 +34,7 @@
  * (fork.ts) with the sessions' claims (claims.ts) and conversations (threads.ts), the checkpoint events
  * (announce.ts), housekeeping (housekeeping.ts) and the stores' disk usage (usage.ts).
  */
+
 import type { Logger } from "pino";
 import type { Config } from "../../config/load.js";
 import type { SessionHooks, TurnHooks } from "../../domain/feature.js";
@@ -43,7 +44,8 @@ import { sandboxIdOf } from "../../domain/sessions/workspace.js";
 import type { TurnRunner } from "../../domain/turns/runner.js";
 import type { Clock } from "../../kernel/clock.js";
 import { InFlight } from "../../kernel/in-flight.js";
-import type { CheckpointInfo } from "../../model/checkpoints.js";
+import { sessionMeta } from "../../model/checkpoint-names.js";
+import type { CheckpointInfo, DiffResult, ForkOutcome, RestoreOutcome } from "../../model/checkpoints.js";
 import type { Scope } from "../../model/scope.js";
 import type { Rollouts } from "../../platform/cluster/types.js";
 import type { Engines } from "../../platform/engine/types.js";
@@ -52,19 +54,14 @@ import type { SessionRecord, Store, TurnRecord } from "../../store/types.js";
 import { CheckpointAnnouncer } from "./announce.js";
 import { SessionClaims } from "./claims.js";
 import { currentConv } from "./conversation.js";
-import { CheckpointFork, type ForkOutcome } from "./fork.js";
+import { CheckpointFork } from "./fork.js";
 import { CheckpointHooks } from "./hooks.js";
 import { Housekeeping } from "./housekeeping.js";
-import { CheckpointReader, type DiffResult } from "./reads.js";
-import { CheckpointRestore, type RestoreOutcome } from "./restore.js";
+import { CheckpointReader } from "./reads.js";
+import { CheckpointRestore } from "./restore.js";
 import { CheckpointStores } from "./stores.js";
 import { ConversationThreads } from "./threads.js";
 import { StoreUsage } from "./usage.js";
-import { sessionMeta } from "./view.js";
-
-export type { ForkOutcome } from "./fork.js";
-export type { DiffResult } from "./reads.js";
-export type { RestoreOutcome } from "./restore.js";
 
 export interface CheckpointDeps {
   config: Config;

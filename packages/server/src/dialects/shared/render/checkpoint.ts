@@ -1,9 +1,9 @@
 /**
  * Checkpoints as both dialects show them (this server's extension: the same JSON in both, like the goal).
  */
-import type { DiffResult, RestoreOutcome } from "../../../features/checkpoints/service.js";
-import { kindOf, publicId, publicIdOrNull } from "../../../features/checkpoints/view.js";
-import type { CheckpointInfo, FileChange } from "../../../model/checkpoints.js";
+
+import { kindOf, publicId, publicIdOrNull } from "../../../model/checkpoint-names.js";
+import type { CheckpointInfo, DiffResult, FileChange, RestoreOutcome } from "../../../model/checkpoints.js";
 import type { CheckpointSummary } from "../../../model/records.js";
 
 export function checkpointObject(c: CheckpointInfo) {

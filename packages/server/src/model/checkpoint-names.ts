@@ -2,9 +2,9 @@
  * How the service names checkpoints: public ids, kinds and the meta every checkpoint of a session carries (its
  * commit message holds it), the marks of a turn's bounds, and the summary the event log keeps.
  */
-import { badRequest } from "../../kernel/errors.js";
-import type { CheckpointInfo } from "../../model/checkpoints.js";
-import type { CheckpointSummary, SessionRecord } from "../../store/types.js";
+import { badRequest } from "../kernel/errors.js";
+import type { CheckpointSummary, SessionRecord } from "./records.js";
+import type { CheckpointInfo } from "./checkpoints.js";
 
 /** Why a checkpoint was made. */
 export type CheckpointKind =
