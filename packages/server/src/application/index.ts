@@ -35,6 +35,12 @@ import { StreamOperations } from "./streams.js";
 import { ToolPolicy } from "./tools.js";
 import { TraceOperations } from "./traces.js";
 
+/** Types of the operations' parameters, as the domain defines them. */
+export type { AutomationCreate, AutomationUpdate } from "../domain/automations/service.js";
+export type { TargetParam } from "../domain/automations/target.js";
+export type { NewFile } from "../domain/files/service.js";
+export type { FileStorage, Received } from "../domain/files/storage.js";
+
 export interface Application {
   agents: AgentOperations;
   sessions: SessionOperations;

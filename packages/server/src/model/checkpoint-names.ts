@@ -3,8 +3,8 @@
  * commit message holds it), the marks of a turn's bounds, and the summary the event log keeps.
  */
 import { badRequest } from "../kernel/errors.js";
-import type { CheckpointSummary, SessionRecord } from "./records.js";
 import type { CheckpointInfo } from "./checkpoints.js";
+import type { CheckpointSummary, SessionRecord } from "./records.js";
 
 /** Why a checkpoint was made. */
 export type CheckpointKind =

@@ -81,3 +81,21 @@ export function engineEffort(effort: ReasoningEffort | null): Exclude<ReasoningE
   if (effort === null) return undefined;
   return effort === "max" ? "xhigh" : effort;
 }
+
+/** The setting fields an inline agent (an automation's target) may carry. */
+const SETTING_KEYS = [
+  "reasoning",
+  "text",
+  "service_tier",
+  "multi_agent",
+  "approval_policy",
+  "compaction",
+  "experimental",
+] as const;
+
+/** The settings part of an inline agent (absent fields are left out). */
+export function inlineAgentSettings(agent: Record<string, unknown>): SettingsPatch {
+  const patch: Record<string, unknown> = {};
+  for (const key of SETTING_KEYS) if (agent[key] !== undefined) patch[key] = agent[key];
+  return patch as SettingsPatch;
+}

@@ -12,15 +12,19 @@ import type {
 } from "openai/resources/beta/agents/automations/automations";
 import type { AutomationInvocation } from "openai/resources/beta/agents/automations/invocations";
 import { z } from "zod";
-import type { Application } from "../../application/index.js";
-import type { AutomationCreate, AutomationUpdate } from "../../domain/automations/service.js";
-import { inlineAgentSettings, type TargetParam } from "../../domain/automations/target.js";
+import type {
+  Application,
+  AutomationCreate,
+  AutomationUpdate,
+  TargetParam,
+} from "../../application/index.js";
+
 import type { App } from "../../http/app-types.js";
 import { idempotent } from "../../http/idempotency.js";
 import { ListQuery, Metadata, UnixSeconds } from "../../http/validate.js";
 import { badRequest } from "../../kernel/errors.js";
 import type { AutomationRecord, AutomationTarget, InvocationRecord } from "../../model/records.js";
-import { DEFAULT_SETTINGS, mergeSettings } from "../../model/settings.js";
+import { DEFAULT_SETTINGS, inlineAgentSettings, mergeSettings } from "../../model/settings.js";
 import { Settings, Tools } from "./agents.js";
 import * as openai from "./render.js";
 

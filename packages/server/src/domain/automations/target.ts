@@ -6,7 +6,7 @@
 import { badRequest, unprocessable } from "../../kernel/errors.js";
 import { hasContent, parseInput, type TurnInput } from "../../model/input.js";
 import type { Scope } from "../../model/scope.js";
-import type { SettingsPatch } from "../../model/settings.js";
+import { inlineAgentSettings } from "../../model/settings.js";
 import type { OutboundGuard } from "../../platform/net/outbound-guard.js";
 import type { AutomationInputMessage, AutomationTarget } from "../../store/types.js";
 import type { AgentService } from "../agents.js";
@@ -27,15 +27,6 @@ export type TargetParam =
   | { type: "existing_session"; session_id: string; instructions: string };
 
 /** The agent settings an inline agent may carry (the same as a session's). */
-const SETTING_KEYS = [
-  "reasoning",
-  "text",
-  "service_tier",
-  "multi_agent",
-  "approval_policy",
-  "compaction",
-  "experimental",
-] as const;
 
 export interface TargetContext {
   scope: Scope;
@@ -136,13 +127,6 @@ export function inputOf(messages: readonly AutomationInputMessage[]): TurnInput 
       ),
     ),
   };
-}
-
-/** The settings part of an inline agent (absent fields are left out). */
-export function inlineAgentSettings(agent: Record<string, unknown>): SettingsPatch {
-  const patch: Record<string, unknown> = {};
-  for (const key of SETTING_KEYS) if (agent[key] !== undefined) patch[key] = agent[key];
-  return patch as SettingsPatch;
 }
 
 /** The fields of the session a new-session target creates, tagged with the automation and invocation. */

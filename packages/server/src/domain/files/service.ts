@@ -10,9 +10,9 @@ import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import type { Clock } from "../../kernel/clock.js";
 import { notFound } from "../../kernel/errors.js";
+import { expiryOf } from "../../model/file-params.js";
 import type { Scope } from "../../model/scope.js";
 import type { FilePurpose, FileRecord, ListOptions, Page, Store } from "../../store/types.js";
-import { expiryOf } from "./params.js";
 import type { FileStorage, Received } from "./storage.js";
 
 export const newFileId = (): string => `file-${randomBytes(12).toString("hex")}`;

@@ -4,8 +4,8 @@
  * days unless told otherwise), a file name without control characters.
  */
 
-import { badRequest } from "../../kernel/errors.js";
-import type { FilePurpose } from "../../store/types.js";
+import { badRequest } from "../kernel/errors.js";
+import type { FilePurpose } from "./records.js";
 
 export const PURPOSES: readonly FilePurpose[] = [
   "assistants",
