@@ -7,7 +7,7 @@
 import type { CheckpointSettings } from "../../config/load.js";
 import { conflict, notFound } from "../../kernel/errors.js";
 import { commitOf, SAFE_ID, turnMark } from "../../model/checkpoint-names.js";
-import type { CheckpointDiff, CheckpointInfo, DiffResult } from "../../model/checkpoints.js";
+import type { CheckpointInfo, DiffResult } from "../../model/checkpoints.js";
 import type { ShadowRepo } from "../../platform/git-store/shadow-repo.js";
 import type { SessionRecord, TurnRecord } from "../../store/types.js";
 import type { CheckpointStores } from "./stores.js";

@@ -10,7 +10,7 @@ import type { Logger } from "pino";
 import type { TurnRunner } from "../../domain/turns/runner.js";
 import { conflict } from "../../kernel/errors.js";
 import { sessionMeta } from "../../model/checkpoint-names.js";
-import type { CheckpointInfo, RestoreChange, RestoreOutcome } from "../../model/checkpoints.js";
+import type { CheckpointInfo, RestoreOutcome } from "../../model/checkpoints.js";
 import type { ShadowRepo } from "../../platform/git-store/shadow-repo.js";
 import type { SessionRecord, Store } from "../../store/types.js";
 import type { CheckpointAnnouncer } from "./announce.js";
