@@ -2,17 +2,23 @@
 // container, its executor bridge and its one pre-spawned exec-server. Lifecycle operations are serialized.
 import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
-import { existsSync } from "node:fs";
-import { copyFile, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
-import { isAbsolute, join, posix } from "node:path";
+import { mkdir, rm } from "node:fs/promises";
+import { join } from "node:path";
 import { ExecutorBridge } from "./bridge.js";
 import { type CgroupCounters, CgroupReader } from "./cgroup.js";
 import { type ContainerContext, execServerEnv, runArgs, WORKSPACE_PATH } from "./container.js";
 import { createWorkspace, destroyWorkspace, mountWorkspace, workspaceUsage } from "./disk.js";
 import { SandboxError } from "./errors.js";
-import { ExecServerProcess } from "./exec-server.js";
+import type { ExecServerProcess } from "./exec-server.js";
+import { chownArgs, presentPaths } from "./handover.js";
 import type { CgroupVersion } from "./host.js";
+import { type ContainerState, inspectContainer } from "./inspect.js";
+import { KillTally } from "./kill-tally.js";
+import { NetworkDirs } from "./network-dirs.js";
 import type { Podman } from "./podman.js";
+import { writeRecord } from "./record.js";
+import { SerialLock } from "./serial.js";
+import { SpareExecServer } from "./spare.js";
 import type {
   Sandbox,
   SandboxEvents,
@@ -25,6 +31,8 @@ import type {
   SandboxWorkspace,
 } from "./types.js";
 
+export { readRecord, writeRecord } from "./record.js";
+
 export interface SandboxContext extends ContainerContext {
   podman: Podman;
   cgroupVersion: CgroupVersion;
@@ -35,36 +43,17 @@ export interface SandboxContext extends ContainerContext {
 
 export const newToken = (): string => randomBytes(32).toString("base64url");
 
-export async function writeRecord(dir: string, record: SandboxRecord): Promise<void> {
-  const tmp = join(dir, `meta.json.${process.pid}.tmp`);
-  await writeFile(tmp, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
-  await rename(tmp, join(dir, "meta.json"));
-}
-
-export async function readRecord(dir: string): Promise<SandboxRecord | null> {
-  try {
-    const r = JSON.parse(await readFile(join(dir, "meta.json"), "utf8")) as SandboxRecord;
-    return r.version === 1 ? r : null;
-  } catch {
-    return null;
-  }
-}
-
 export class ContainerSandbox extends EventEmitter<SandboxEvents> implements Sandbox {
   private state: SandboxStatus = "stopped";
   private bridge: ExecutorBridge | null = null;
-  private spare: ExecServerProcess | null = null;
+  private readonly spare: SpareExecServer;
+  private readonly netDirs: NetworkDirs;
   private cgroup: CgroupReader | null = null;
-  private lock: Promise<unknown> = Promise.resolve();
-  private busy = 0;
+  private readonly lock = new SerialLock();
   private token = newToken();
   private last: CgroupCounters | null = null;
-  private oomTotal = 0;
-  private pidsHitsTotal = 0;
-  private prevOom = 0;
-  private prevPidsHits = 0;
+  private readonly kills = new KillTally();
   private replacementsCount = 0;
-  private hasCa = false;
   lastActivity = Date.now();
 
   constructor(
@@ -74,6 +63,8 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
     private readonly onDestroyed: (s: ContainerSandbox) => void,
   ) {
     super();
+    this.spare = new SpareExecServer(ctx.podman, { user: `${ctx.uid}:${ctx.gid}`, home: ctx.home });
+    this.netDirs = new NetworkDirs(dir, ctx.systemCaBundle);
   }
 
   // --- identity -------------------------------------------------------------------------------------------------
@@ -108,7 +99,7 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
   get network(): Sandbox["network"] {
     const n = this.record.network;
     if (n.mode === "none") return { mode: "none" };
-    const socketDir = this.socketDir()!;
+    const socketDir = this.netDirs.socketDir(n)!;
     return { mode: "proxy", socketDir, socketPath: join(socketDir, "proxy.sock"), caCertPath: n.caCertPath };
   }
   get workspace(): SandboxWorkspace {
@@ -136,26 +127,11 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
   }
   /** True while a lifecycle operation runs (the watcher leaves it alone). */
   get inTransition(): boolean {
-    return this.busy > 0;
-  }
-
-  private socketDir(): string | null {
-    const n = this.record.network;
-    if (n.mode !== "proxy") return null;
-    return n.socketDir ?? join(this.dir, "egress");
+    return this.lock.busy;
   }
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.lock.then(async () => {
-      this.busy++;
-      try {
-        return await fn();
-      } finally {
-        this.busy--;
-      }
-    });
-    this.lock = run.catch(() => {});
-    return run;
+    return this.lock.run(fn);
   }
 
   // --- creation -------------------------------------------------------------------------------------------------
@@ -165,7 +141,7 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
       await mkdir(this.dir, { recursive: true, mode: 0o700 });
       await writeRecord(this.dir, this.record);
       await createWorkspace(this.record.disk, this.record.limits.diskBytes, this.ctx);
-      await this.prepareNetworkDirs();
+      await this.netDirs.prepare(this.record.network);
       await this.runContainer();
       this.bridge = await ExecutorBridge.listen(this.host(), this.token);
       this.spawnSpare();
@@ -176,7 +152,7 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
   async reattach(): Promise<void> {
     await this.serial(async () => {
       await mountWorkspace(this.record.disk);
-      await this.prepareNetworkDirs();
+      await this.netDirs.prepare(this.record.network);
       const st = await this.inspect();
       this.state = st?.status === "running" ? "running" : "stopped";
       if (this.state === "running") await this.refreshCgroup();
@@ -197,12 +173,12 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
             ? { mode: "proxy", caCertPath: spec.network.caCertPath }
             : { mode: "none" },
       };
-      await this.prepareNetworkDirs();
+      await this.netDirs.prepare(this.record.network);
       await writeRecord(this.dir, this.record);
       this.token = newToken();
       this.bridge?.setToken(this.token);
       this.lastActivity = Date.now();
-      if (this.spare && !this.spare.exited) this.spare.configure(this.env());
+      this.spare.configure(this.env());
     });
   }
 
@@ -216,36 +192,13 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
         network: spec.network,
         env: { ...spec.env },
       };
-      await this.prepareNetworkDirs();
+      await this.netDirs.prepare(this.record.network);
       await writeRecord(this.dir, this.record);
       this.bridge?.closeConnections();
-      this.killSpare();
+      this.spare.kill();
       await this.ctx.podman.tryRun(["rm", "-f", "-t", "0", this.record.containerName]);
       this.state = "stopped";
     });
-  }
-
-  private async prepareNetworkDirs(): Promise<void> {
-    const n = this.record.network;
-    if (n.mode !== "proxy") return;
-    if (!n.socketDir) await mkdir(join(this.dir, "egress"), { recursive: true, mode: 0o755 });
-    const trust = join(this.dir, "trust");
-    await mkdir(trust, { recursive: true, mode: 0o755 });
-    this.hasCa = false;
-    if (n.caCertPath) {
-      const ca = await readFile(n.caCertPath, "utf8").catch(() => {
-        throw new SandboxError("invalid_spec", `network.caCertPath ${n.caCertPath} cannot be read`);
-      });
-      if (!ca.includes("-----BEGIN CERTIFICATE-----") || ca.includes("PRIVATE KEY")) {
-        throw new SandboxError("invalid_spec", "network.caCertPath must hold a PEM certificate and no key");
-      }
-      const base = this.ctx.systemCaBundle
-        ? await readFile(this.ctx.systemCaBundle, "utf8").catch(() => "")
-        : "";
-      await copyFile(n.caCertPath, join(trust, "ca.crt"));
-      await writeFile(join(trust, "ca-bundle.crt"), `${base.trimEnd()}\n${ca.trim()}\n`, { mode: 0o644 });
-      this.hasCa = true;
-    }
   }
 
   get commandEnv(): Record<string, string> {
@@ -253,7 +206,7 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
   }
 
   private env(): Record<string, string> {
-    return execServerEnv(this.record, this.hasCa);
+    return execServerEnv(this.record, this.netDirs.hasCa);
   }
 
   private async runContainer(): Promise<void> {
@@ -262,8 +215,8 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
         this.record,
         {
           workspace: this.record.disk.mountPath,
-          socketDir: this.socketDir(),
-          trustDir: this.record.network.mode === "proxy" ? join(this.dir, "trust") : null,
+          socketDir: this.netDirs.socketDir(this.record.network),
+          trustDir: this.netDirs.trustDir(this.record.network),
         },
         this.ctx,
       ),
@@ -280,25 +233,8 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
     if (st?.cgroupPath) this.cgroup = new CgroupReader(this.ctx.cgroupVersion, st.cgroupPath);
   }
 
-  private async inspect(
-    name = this.record.containerName,
-  ): Promise<{ status: string; exitCode: number | null; oomKilled: boolean; cgroupPath: string } | null> {
-    const r = await this.ctx.podman.tryRun([
-      "inspect",
-      "--type",
-      "container",
-      "--format",
-      "{{.State.Status}}|{{.State.ExitCode}}|{{.State.OOMKilled}}|{{.State.CgroupPath}}",
-      name,
-    ]);
-    if (!r.ok) return null;
-    const [status = "", code, oom, cg = ""] = r.out.trim().split("|");
-    return {
-      status,
-      exitCode: code === undefined ? null : Number(code),
-      oomKilled: oom === "true",
-      cgroupPath: cg,
-    };
+  private inspect(name = this.record.containerName): Promise<ContainerState | null> {
+    return inspectContainer(this.ctx.podman, name);
   }
 
   private host() {
@@ -311,43 +247,17 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
   }
 
   private spawnSpare(): void {
-    this.killSpare();
-    const p = new ExecServerProcess(this.ctx.podman, this.record.containerName, {
-      user: `${this.ctx.uid}:${this.ctx.gid}`,
-      home: this.ctx.home,
-    });
-    p.once("exit", () => {
-      if (this.spare === p) this.spare = null;
-    });
     // A warm sandbox's spare waits for the session's variables (claim()); others start at once.
-    if (this.record.id !== null) p.configure(this.env());
-    this.spare = p;
-  }
-
-  private killSpare(): void {
-    const p = this.spare;
-    this.spare = null;
-    p?.kill();
+    this.spare.spawn(this.record.containerName, this.record.id !== null ? this.env() : null);
   }
 
   /** An exec-server for a new executor connection (the spare first). A stopped container is started. */
   private async acquire(): Promise<ExecServerProcess> {
     if (this.state === "destroyed") throw new SandboxError("closed", "sandbox destroyed");
     if (this.record.id === null) throw new SandboxError("conflict", "warm sandbox not claimed");
-    await this.lock; // a stop, replace or resume in progress ends first
+    await this.lock.settled; // a stop, replace or resume in progress ends first
     if (this.state !== "running") await this.resume();
-    const spare = this.spare;
-    this.spare = null;
-    if (spare && !spare.exited) {
-      spare.configure(this.env());
-      return spare;
-    }
-    const p = new ExecServerProcess(this.ctx.podman, this.record.containerName, {
-      user: `${this.ctx.uid}:${this.ctx.gid}`,
-      home: this.ctx.home,
-    });
-    p.configure(this.env());
-    return p;
+    return this.spare.take(this.record.containerName, this.env());
   }
 
   // --- lifecycle ------------------------------------------------------------------------------------------------
@@ -356,36 +266,21 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
   }
 
   async handToAgent(paths: string[] = ["."]): Promise<void> {
-    for (const p of paths) {
-      if (isAbsolute(p) || p.split("/").includes("..")) {
-        throw new SandboxError("invalid_spec", `not a workspace-relative path: ${p}`);
-      }
-    }
-    const present = paths.filter((p) => existsSync(join(this.record.disk.mountPath, p)));
+    const present = presentPaths(this.record.disk.mountPath, paths);
     if (present.length === 0) return;
-    await this.lock; // a stop, replace or resume in progress ends first
+    await this.lock.settled; // a stop, replace or resume in progress ends first
     if (this.state !== "running") await this.resume();
     // The container drops every capability; this one process (ours, not the agent's) may change owners.
-    await this.ctx.podman.run([
-      "exec",
-      "--privileged",
-      "--user",
-      "0:0",
-      this.record.containerName,
-      "chown",
-      "-R",
-      "--no-dereference",
-      `${this.ctx.uid}:${this.ctx.gid}`,
-      "--",
-      ...present.map((p) => posix.join(WORKSPACE_PATH, p)),
-    ]);
+    await this.ctx.podman.run(
+      chownArgs(this.record.containerName, `${this.ctx.uid}:${this.ctx.gid}`, present),
+    );
   }
 
   stop(): Promise<void> {
     return this.serial(async () => {
       if (this.state !== "running") return;
       this.bridge?.suspend();
-      this.killSpare();
+      this.spare.kill();
       try {
         await this.ctx.podman.run(["stop", "-t", String(this.ctx.stopTimeoutSec), this.record.containerName]);
       } finally {
@@ -416,7 +311,7 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
     return this.serial(async () => {
       if (this.state === "destroyed") throw new SandboxError("closed", "sandbox destroyed");
       this.bridge?.closeConnections();
-      this.killSpare();
+      this.spare.kill();
       this.state = "stopped";
       await this.ctx.podman.run(["rm", "-f", "-t", "0", this.record.containerName]);
       await mountWorkspace(this.record.disk);
@@ -430,7 +325,7 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
     return this.serial(async () => {
       if (this.state === "destroyed") return;
       this.state = "destroyed";
-      this.killSpare();
+      this.spare.kill();
       await this.bridge?.close();
       await this.ctx.podman.tryRun(["rm", "-f", "-t", "0", this.record.containerName]);
       await destroyWorkspace(this.record.disk);
@@ -442,7 +337,7 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
   /** Closes the bridge (service shutdown); the container stays unless `stop`. */
   detach(stop: boolean): Promise<void> {
     return this.serial(async () => {
-      this.killSpare();
+      this.spare.kill();
       await this.bridge?.close();
       this.bridge = null;
       if (stop && this.state === "running") {
@@ -460,39 +355,29 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
   // --- watching -------------------------------------------------------------------------------------------------
   /** Reads the cgroup counters; emits oom / pids-exhausted on new kills or refused forks, exit when it ended. */
   async poll(): Promise<void> {
-    if (this.state !== "running" || this.busy) return;
+    if (this.state !== "running" || this.lock.busy) return;
     if (!this.cgroup) {
       await this.refreshCgroup();
       if (!this.cgroup) return;
     }
     const c = await this.cgroup.read();
-    if (this.state !== "running" || this.busy) return;
+    if (this.state !== "running" || this.lock.busy) return;
     if (c === null) {
       const st = await this.inspect();
-      if (this.state !== "running" || this.busy || st?.status === "running") return;
+      if (this.state !== "running" || this.lock.busy || st?.status === "running") return;
       this.state = "exited";
-      this.killSpare();
+      this.spare.kill();
       this.emit("exit", { exitCode: st?.exitCode ?? null, oomKilled: st?.oomKilled ?? false });
       return;
     }
     this.last = c;
-    // A new cgroup (resume, replace) starts its counters at 0.
-    if (c.oomKills < this.prevOom) this.prevOom = 0;
-    if (c.pidsLimitHits < this.prevPidsHits) this.prevPidsHits = 0;
-    const oom = c.oomKills - this.prevOom;
-    const hits = c.pidsLimitHits - this.prevPidsHits;
-    this.prevOom = c.oomKills;
-    this.prevPidsHits = c.pidsLimitHits;
-    if (oom > 0) {
-      this.oomTotal += oom;
-      this.emit("oom", { count: oom, total: this.oomTotal });
-    }
+    const { oom, hits } = this.kills.add(c);
+    if (oom > 0) this.emit("oom", { count: oom, total: this.kills.oomKills });
     if (hits > 0) {
-      this.pidsHitsTotal += hits;
       this.emit("pids-exhausted", {
         pidsCurrent: c.pidsCurrent,
         pidsMax: c.pidsMax,
-        hits: this.pidsHitsTotal,
+        hits: this.kills.pidsLimitHits,
       });
     }
   }
@@ -504,13 +389,13 @@ export class ContainerSandbox extends EventEmitter<SandboxEvents> implements San
     return {
       status: this.state,
       running: this.state === "running",
-      oomKills: this.oomTotal,
+      oomKills: this.kills.oomKills,
       memoryCurrentBytes: c?.memoryCurrent ?? null,
       memoryMaxBytes: c?.memoryMax ?? null,
       memoryPeakBytes: c?.memoryPeak ?? null,
       pidsCurrent: c?.pidsCurrent ?? null,
       pidsMax: c?.pidsMax ?? null,
-      pidsLimitHits: this.pidsHitsTotal,
+      pidsLimitHits: this.kills.pidsLimitHits,
       diskUsedBytes: disk?.used ?? null,
       diskMaxBytes: this.record.disk.kind === "loop" ? (disk?.max ?? null) : null,
       connections: this.connections,
