@@ -1,5 +1,5 @@
 import type { ItemRecord } from "../../../model/records.js";
-import { itemObject } from "../render.js";
+import { itemObject } from "./items.js";
 
 /**
  * Official items as JSON text, cached for finished items (a stored item that has completed, or was closed as
