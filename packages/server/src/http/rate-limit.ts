@@ -17,9 +17,8 @@ export function installRateLimit(app: App, perMinute: number): void {
     allowList: (req) => req.url === "/health" || req.url.startsWith("/health?"),
     errorResponseBuilder: (_req, context) =>
       new ApiError(
-        "capacity",
+        "rate_limited",
         `Rate limit exceeded: ${context.max} requests per minute; retry in ${context.after}`,
-        "RateLimitError",
         null,
         "rate_limit_exceeded",
       ),

@@ -41,7 +41,6 @@ export const misdirected = (host: string) =>
   new ApiError(
     "misdirected",
     `Host "${host}" is not served here: this service answers only to its own host names (see --allowed-host)`,
-    "MisdirectedRequestError",
     null,
     "host_not_allowed",
   );
@@ -50,7 +49,6 @@ export const unsupportedMediaType = (type: string) =>
   new ApiError(
     "unsupported_media_type",
     `Unsupported Content-Type "${type}": send JSON with Content-Type: application/json`,
-    "UnsupportedMediaTypeError",
     null,
     "unsupported_media_type",
   );
@@ -70,7 +68,6 @@ export const notMultipart = (type: string) =>
   new ApiError(
     "unsupported_media_type",
     `Unsupported Content-Type "${type}": upload the file as multipart/form-data (fields 'file' and 'purpose')`,
-    "UnsupportedMediaTypeError",
     null,
     "unsupported_media_type",
   );

@@ -1,6 +1,7 @@
 /**
- * Typed domain errors. HTTP status codes and both wire shapes are derived from these in one place
- * (http/errors.ts); nothing else maps errors to responses.
+ * Typed domain errors: a kind, a message, the request field it is about and a machine-readable code. The HTTP status
+ * comes from the kind (http/errors.ts, the one place errors become responses); each dialect writes the body in its
+ * own shape (dialects/openai/errors.ts, dialects/legacy/errors.ts).
  */
 export type ErrorKind =
   | "bad_request"
@@ -13,6 +14,7 @@ export type ErrorKind =
   | "misdirected"
   | "unprocessable"
   | "capacity"
+  | "rate_limited"
   | "not_implemented"
   | "unavailable";
 
@@ -20,9 +22,7 @@ export class ApiError extends Error {
   constructor(
     readonly kind: ErrorKind,
     message: string,
-    /** Template-dialect `type` (the original service's exception class name). */
-    readonly templateType: string,
-    /** Official-dialect `param` / `code`. */
+    /** The request field the error is about, and a machine-readable code (the official `param` / `code`). */
     readonly param: string | null = null,
     readonly code: string | null = null,
   ) {
@@ -31,22 +31,20 @@ export class ApiError extends Error {
 }
 
 export const badRequest = (message: string, param: string | null = null, code: string | null = null) =>
-  new ApiError("bad_request", message, "ValueError", param, code ?? "invalid_request_error");
+  new ApiError("bad_request", message, param, code ?? "invalid_request_error");
 export const unauthorized = (message = "unauthorized") =>
-  new ApiError("unauthorized", message, "AuthError", null, "invalid_api_key");
-export const forbidden = (message: string) =>
-  new ApiError("forbidden", message, "ForbiddenError", null, "forbidden");
+  new ApiError("unauthorized", message, null, "invalid_api_key");
+export const forbidden = (message: string) => new ApiError("forbidden", message, null, "forbidden");
 export const notFound = (message: string, param: string | null = null) =>
-  new ApiError("not_found", message, "NotFoundError", param, "not_found");
+  new ApiError("not_found", message, param, "not_found");
 export const conflict = (message: string, code: string | null = "conflict") =>
-  new ApiError("conflict", message, "ConflictError", null, code);
+  new ApiError("conflict", message, null, code);
 export const payloadTooLarge = (message: string) =>
-  new ApiError("payload_too_large", message, "ValueError", null, "payload_too_large");
+  new ApiError("payload_too_large", message, null, "payload_too_large");
 export const unprocessable = (message: string, param: string | null = null) =>
-  new ApiError("unprocessable", message, "ValueError", param, "unprocessable_entity");
-export const capacity = (message: string) =>
-  new ApiError("capacity", message, "CapacityError", null, "rate_limit_exceeded");
+  new ApiError("unprocessable", message, param, "unprocessable_entity");
+export const capacity = (message: string) => new ApiError("capacity", message, null, "rate_limit_exceeded");
 export const notImplemented = (message: string) =>
-  new ApiError("not_implemented", message, "NotImplementedError", null, "not_implemented");
+  new ApiError("not_implemented", message, null, "not_implemented");
 export const unavailable = (message: string) =>
-  new ApiError("unavailable", message, "UnavailableError", null, "service_unavailable");
+  new ApiError("unavailable", message, null, "service_unavailable");

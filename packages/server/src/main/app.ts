@@ -2,6 +2,8 @@
 import Fastify, { type FastifyBaseLogger } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { createApplication } from "../application/index.js";
+import { legacyErrors } from "../dialects/legacy/errors.js";
+import { openaiErrors } from "../dialects/openai/errors.js";
 import { traceRoutes } from "../dialects/openai/traces.js";
 import { Observability } from "../features/observability/index.js";
 import type { App } from "../http/app-types.js";
@@ -78,7 +80,7 @@ export function buildApp(core: Core, observability = new Observability(core)): A
       done(err as Error, undefined);
     }
   });
-  installErrorHandling(app);
+  installErrorHandling(app, { openai: openaiErrors, template: legacyErrors });
   installRequestTelemetry(app, observability);
   installTrustBoundaries(app, {
     allowedHosts: new Set(core.config.allowedHosts),

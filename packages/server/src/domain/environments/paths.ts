@@ -7,7 +7,7 @@ import { ENVIRONMENT_ROOT } from "../../model/environment-paths.js";
 
 /** A 422 with a code naming what is not supported here. */
 export const unsupported = (message: string, param: string, code = "unsupported_environment_feature") =>
-  new ApiError("unprocessable", message, "ValueError", param, code);
+  new ApiError("unprocessable", message, param, code);
 
 /** The official root of an environment's files (where clients see every session's files: environment-paths.ts). */
 export const WORKSPACE_ROOT = ENVIRONMENT_ROOT;

@@ -40,13 +40,7 @@ export function selfHostedDirectory(
     isDir = false;
   }
   const refused = (why: string) =>
-    new ApiError(
-      "forbidden",
-      `'${where}': ${why}`,
-      "ForbiddenError",
-      where,
-      "workspace_directory_not_allowed",
-    );
+    new ApiError("forbidden", `'${where}': ${why}`, where, "workspace_directory_not_allowed");
   if (!real || !isDir) throw badRequest(`'${where}' is not an existing directory`, where);
   const roots = config.environments.selfHostedRoots.map((r) => realpathLoose(resolve(r)) ?? resolve(r));
   if (!roots.some((r) => isInside(r, real))) {

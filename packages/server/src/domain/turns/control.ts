@@ -85,13 +85,12 @@ export class TurnControl {
       const e =
         err instanceof ApiError
           ? err
-          : new ApiError("unavailable", err instanceof Error ? err.message : String(err), "UnavailableError");
+          : new ApiError("unavailable", err instanceof Error ? err.message : String(err));
       return {
         ok: false,
         error: {
           kind: e.kind,
           message: e.message,
-          templateType: e.templateType,
           param: e.param,
           code: e.code,
         },
@@ -137,7 +136,7 @@ export class TurnControl {
     }
     if (!result.ok) {
       const e = result.error;
-      throw new ApiError(e.kind as ErrorKind, e.message, e.templateType, e.param, e.code);
+      throw new ApiError(e.kind as ErrorKind, e.message, e.param, e.code);
     }
     return result.value as T;
   }

@@ -25,7 +25,7 @@ export interface CredentialSecret {
 }
 
 const unsupportedCredential = (message: string, param: string) =>
-  new ApiError("unprocessable", message, "ValueError", param, "unsupported_credential_type");
+  new ApiError("unprocessable", message, param, "unsupported_credential_type");
 
 export function trimmedName(raw: unknown, where: string): string {
   if (typeof raw !== "string") throw badRequest(`'${where}' must be a string`, where);

@@ -122,7 +122,6 @@ export class PgCluster implements Cluster {
           error: {
             kind: "unavailable",
             message: "The instance running this turn did not answer in time; try again",
-            templateType: "UnavailableError",
             param: null,
             code: "service_unavailable",
           },

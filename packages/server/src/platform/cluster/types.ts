@@ -19,7 +19,6 @@ export type ControlOp =
 export interface RemoteError {
   kind: string;
   message: string;
-  templateType: string;
   param: string | null;
   code: string | null;
 }
