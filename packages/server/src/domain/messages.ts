@@ -7,8 +7,8 @@
 import { conflict, notFound } from "../kernel/errors.js";
 import type { ActionAnswer } from "../model/answers.js";
 import type { GoalCaps } from "../model/goal-caps.js";
-import { isTurnId } from "../model/ids.js";
 import type { TurnInput } from "../model/input.js";
+import { lockOf } from "../model/session-lock.js";
 import type { SessionRecord, Store, TurnRecord } from "../store/types.js";
 import type { GoalService } from "./goals/service.js";
 import type { TurnControl } from "./turns/control.js";
@@ -48,9 +48,9 @@ export class MessageService {
     let current = session;
     for (;;) {
       // The running turn: here, or on another instance (the session says which).
-      const running = runner.activeTurn(current.id)?.id ?? current.active_turn_id;
-      if (!running) return { turn: await runner.start(current, input), steered: false };
-      if (!isTurnId(running)) {
+      const lock = lockOf(runner.activeTurn(current.id)?.id ?? current.active_turn_id);
+      if (!lock) return { turn: await runner.start(current, input), steered: false };
+      if (lock.kind === "restore") {
         throw conflict(
           "The session is busy (a checkpoint is being restored): try again shortly",
           "session_busy",
@@ -59,7 +59,7 @@ export class MessageService {
       if (opts.whileBusy === "refuse") throw conflict("Session has an active turn");
       const steered = await this.deps.control.steer(current.id, input.items);
       if (steered) return { turn: steered, steered: true };
-      await runner.waitFor(current.id, running);
+      await runner.waitFor(current.id, lock.id);
       current = await this.reload(current.id);
     }
   }

@@ -9,9 +9,9 @@ import { badRequest, conflict } from "../../kernel/errors.js";
 import { parseApproval, parseToolResult } from "../../model/answers.js";
 import { isTurnEnd } from "../../model/events.js";
 import { parseGoalOption } from "../../model/goal-caps.js";
-import { isTurnId } from "../../model/ids.js";
 import { hasContent, parseInput, type TurnInput } from "../../model/input.js";
 import type { EventRecord, ItemRecord, SessionRecord } from "../../model/records.js";
+import { turnHolding } from "../../model/session-lock.js";
 import { APPROVAL_POLICIES } from "../../model/settings.js";
 import { approvalSetting } from "./agents.js";
 import { allPages } from "./all-pages.js";
@@ -274,8 +274,7 @@ export function sessionRoutes(app: App, ops: Application): void {
       if (cursor && cursor.seq > last) {
         throw badRequest(`Last-Event-ID ${cursor.seq} is ahead of this session's event log`, "Last-Event-ID");
       }
-      const active =
-        session.active_turn_id && isTurnId(session.active_turn_id) ? session.active_turn_id : null;
+      const active = turnHolding(session);
       if (!active) {
         // A client that reconnects after the turn ended still gets what it missed (and, when it missed
         // nothing, the idle answer rather than a stream that would wait for a terminal event already sent).

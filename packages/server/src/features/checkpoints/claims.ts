@@ -4,11 +4,11 @@
  * session like a turn does (store.claimSession: one winner, whatever the instance), so that no turn starts until
  * it releases the claim.
  */
-import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import type { TurnRunner } from "../../domain/turns/runner.js";
 import type { Clock } from "../../kernel/clock.js";
 import { conflict } from "../../kernel/errors.js";
+import { newRestoreLock } from "../../model/session-lock.js";
 import type { SessionRecord, Store } from "../../store/types.js";
 
 export class SessionClaims {
@@ -38,8 +38,7 @@ export class SessionClaims {
     const { store, clock, cluster } = this.deps;
     if (!cluster.healthy)
       throw conflict("This instance cannot claim sessions right now: try again", "unavailable");
-    const claim = `restore_${randomBytes(12).toString("hex")}`;
-    const claimed = await store.claimSession(s.id, claim, {
+    const claimed = await store.claimSession(s.id, newRestoreLock().id, {
       owner_instance: cluster.instanceId,
       updated_at: clock.now(),
     });
