@@ -1,10 +1,11 @@
 /**
  * Where features attach to the lifecycle of sessions and turns without the runner or the session service knowing
- * them (checkpoints, environments, observability, webhooks), and tools the server answers itself (the agent's
- * automations). Registered once at start-up (`runner.use`, `runner.serveTool`, `sessions.use`); hooks are called in
- * registration order.
+ * them (checkpoints, repositories, environments, observability, automations and webhooks): turn and session hooks,
+ * tools the server answers itself (the agent's automations), listeners of stored events and of sessions becoming
+ * idle. Each feature says what it attaches in one {@link Feature}; the service's list of them is attached once at
+ * start-up (`attachFeatures`, main/compose.ts); hooks are called in the list's order.
  */
-import type { SessionRecord, TurnRecord } from "../store/types.js";
+import type { EventRecord, SessionRecord, TurnRecord } from "../store/types.js";
 
 export interface TurnHooks {
   /**
@@ -57,5 +58,40 @@ export class HookFailure extends Error {
     message: string,
   ) {
     super(message);
+  }
+}
+
+/** What one feature attaches to the service's lifecycle. */
+export interface Feature {
+  /** What it is (for the reader: main/compose.ts lists them). */
+  name: string;
+  turns?: TurnHooks;
+  sessions?: SessionHooks;
+  tools?: readonly ServerTool[];
+  /** Every event the log stores, in order, once it is stored. */
+  events?: (e: EventRecord) => void;
+  /** A session's turn ended here and the session is idle again. */
+  idle?: (sessionId: string) => void;
+}
+
+/** Where features attach: the turn runner, the session service and the event log. */
+export interface FeatureHost {
+  runner: {
+    use(hooks: TurnHooks): void;
+    serveTool(tool: ServerTool): void;
+    onIdle(l: (sessionId: string) => void): void;
+  };
+  sessions: { use(hooks: SessionHooks): void };
+  hub: { onEvent(l: (e: EventRecord) => void): void };
+}
+
+/** Attaches each feature's hooks, tools and listeners, in the list's order. */
+export function attachFeatures(host: FeatureHost, features: readonly Feature[]): void {
+  for (const f of features) {
+    if (f.turns) host.runner.use(f.turns);
+    if (f.sessions) host.sessions.use(f.sessions);
+    for (const tool of f.tools ?? []) host.runner.serveTool(tool);
+    if (f.events) host.hub.onEvent(f.events);
+    if (f.idle) host.runner.onIdle(f.idle);
   }
 }

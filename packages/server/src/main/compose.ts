@@ -13,6 +13,7 @@ import { SessionEngines } from "../domain/environments/engines.js";
 import { Provisioner } from "../domain/environments/provision.js";
 import { SecretRedactor } from "../domain/environments/redaction.js";
 import { EnvironmentService } from "../domain/environments/service.js";
+import { attachFeatures, type Feature } from "../domain/feature.js";
 import { FileService } from "../domain/files/service.js";
 import { FileStorage } from "../domain/files/storage.js";
 import { GoalBook } from "../domain/goals/book.js";
@@ -185,11 +186,15 @@ export function createCore(config: Config, infra: Infrastructure): Core {
   const streams = new StreamClients();
   const keyWatch = new KeyWatch({ store, streams, clock, logger });
   keys.onRevoke((id) => keyWatch.revoked(id));
-  const { automations, webhooks, workers } = automationsAndWebhooks(config, {
+  const {
+    automations,
+    webhooks,
+    workers,
+    feature: automationsFeature,
+  } = automationsAndWebhooks(config, {
     ...infra,
     clock,
     cluster,
-    hub,
     runner,
     agents,
     sessions,
@@ -209,16 +214,22 @@ export function createCore(config: Config, infra: Infrastructure): Core {
     rollouts,
     workspaces,
   });
-  runner.use(checkpoints.turnHooks());
-  // After the checkpoint of the same engine turn: an output commits what that checkpoint recorded.
-  runner.use({ afterEngineTurn: (s, t) => repositories.afterEngineTurn(s, t) });
-  sessions.use(checkpoints.sessionHooks());
-  sessions.use({
-    afterDelete: async (s) => {
-      redactor.forget(s.id);
-      await environments.sessionDeleted(s);
+  // The features attached to turns, sessions and the event log, in the order their hooks run.
+  attachFeatures({ runner, sessions, hub }, [
+    { name: "checkpoints", turns: checkpoints.turnHooks(), sessions: checkpoints.sessionHooks() },
+    // After the checkpoint of the same engine turn: an output commits what that checkpoint recorded.
+    { name: "repositories", turns: { afterEngineTurn: (s, t) => repositories.afterEngineTurn(s, t) } },
+    {
+      name: "environments",
+      sessions: {
+        afterDelete: async (s) => {
+          redactor.forget(s.id);
+          await environments.sessionDeleted(s);
+        },
+      },
     },
-  });
+    automationsFeature,
+  ]);
   return {
     config,
     logger,
@@ -313,7 +324,6 @@ function automationsAndWebhooks(
   deps: Infrastructure & {
     clock: Clock;
     cluster: Cluster;
-    hub: EventHub;
     runner: TurnRunner;
     agents: AgentService;
     sessions: SessionService;
@@ -321,7 +331,7 @@ function automationsAndWebhooks(
     outbound: OutboundGuard;
   },
 ) {
-  const { store, clock, logger, cluster, hub, runner, sessions } = deps;
+  const { store, clock, logger, cluster, runner, sessions } = deps;
   const secrets = deps.secrets ?? deps.keyring;
   const targets = { guard: deps.outbound, allowHttp: config.webhookAllowHttp };
   const pollMs = config.automationPollMs;
@@ -352,11 +362,7 @@ function automationsAndWebhooks(
     pollMs,
     retrySeconds: config.webhookRetrySeconds,
   });
-  // A session became idle here: an invocation waiting for it is delivered now. A webhook event was written: sent now.
-  runner.onIdle(() => invocations.kick());
-  hub.onEvent((e) => {
-    if (e.type === "session.created" || e.type === "session.status") webhookDeliverer.kick();
-  });
+
   const automations = new AutomationService({
     store,
     clock,
@@ -366,14 +372,25 @@ function automationsAndWebhooks(
     outbound: deps.outbound,
     onQueued: () => invocations.kick(),
   });
-  // The agent's own automations tool: its calls are answered here, within the session's project.
-  runner.serveTool({
-    name: AUTOMATIONS_TOOL_NAME,
-    enabledFor: (session) => hasAutomationsTool(session.tools),
-    call: (session, call) =>
-      runAutomationsTool(automations, { ...call, sessionId: session.id, projectId: session.project_id }),
-  });
+  const feature: Feature = {
+    name: "automations and webhooks",
+    // The agent's own automations tool: its calls are answered here, within the session's project.
+    tools: [
+      {
+        name: AUTOMATIONS_TOOL_NAME,
+        enabledFor: (session) => hasAutomationsTool(session.tools),
+        call: (session, call) =>
+          runAutomationsTool(automations, { ...call, sessionId: session.id, projectId: session.project_id }),
+      },
+    ],
+    // A session became idle here: an invocation waiting for it is delivered now. A webhook event was written: sent now.
+    idle: () => invocations.kick(),
+    events: (e) => {
+      if (e.type === "session.created" || e.type === "session.status") webhookDeliverer.kick();
+    },
+  };
   return {
+    feature,
     automations,
     webhooks: new WebhookService({ store, clock, secrets, targets }),
     workers: new BackgroundWorkers(scheduler, invocations, webhookDeliverer),

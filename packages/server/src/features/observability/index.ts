@@ -5,6 +5,7 @@
  */
 import type { Resource } from "@opentelemetry/resources";
 import type { Logger } from "pino";
+import { attachFeatures, type FeatureHost } from "../../domain/feature.js";
 import type { SessionService } from "../../domain/sessions/service.js";
 import type { TurnRunner } from "../../domain/turns/runner.js";
 import type { Cluster } from "../../platform/cluster/types.js";
@@ -19,7 +20,7 @@ export interface Observed {
   logger: Logger;
   store: Store;
   cluster: Pick<Cluster, "instanceId">;
-  runner: Pick<TurnRunner, "activeCount">;
+  runner: Pick<TurnRunner, "activeCount"> & FeatureHost["runner"];
   hub: Pick<EventHub, "subscriberCount" | "onEvent">;
   engines: Pick<Engines, "stats">;
   sessions: Pick<SessionService, "use">;
@@ -78,8 +79,13 @@ export class Observability {
       config,
     );
     if (config) logger.info({ url: config.url, protocol: config.protocol }, "exporting traces (OTLP)");
-    core.hub.onEvent((e) => this.event(e));
-    core.sessions.use({ afterDelete: async (s) => this.metrics.sessionDeleted(s.id) });
+    attachFeatures(core, [
+      {
+        name: "observability",
+        events: (e) => this.event(e),
+        sessions: { afterDelete: async (s) => this.metrics.sessionDeleted(s.id) },
+      },
+    ]);
   }
 
   private event(e: EventRecord): void {
