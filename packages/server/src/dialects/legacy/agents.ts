@@ -13,7 +13,7 @@ export const AgentBody = z
     tools: z.array(z.unknown()).nullable().optional(),
     name: z.string().nullable().optional(),
     metadata: Metadata.nullable().optional(),
-    /** This server's extension: when the agent asks before it acts (domain/settings.ts). */
+    /** This server's extension: when the agent asks before it acts (model/settings.ts). */
     approval_policy: z.enum(APPROVAL_POLICIES).nullable().optional(),
   })
   .loose();

@@ -5,7 +5,7 @@ import { AgentParams, ListQuery, Metadata } from "../../http/validate.js";
 import { APPROVAL_POLICIES, type SettingsPatch } from "../../model/settings.js";
 import * as openai from "./render.js";
 
-/** Model settings (`domain/settings.ts`): each part may be partial; it is merged over the documented defaults. */
+/** Model settings (`model/settings.ts`): each part may be partial; it is merged over the documented defaults. */
 export const Settings = {
   reasoning: z
     .object({
@@ -34,7 +34,7 @@ export const Settings = {
     })
     .nullable()
     .optional(),
-  /** This server's extension (see domain/settings.ts). */
+  /** This server's extension (see model/settings.ts). */
   approval_policy: z.enum(APPROVAL_POLICIES).nullable().optional(),
   compaction: z.object({ async: z.boolean() }).nullable().optional(),
   experimental: z.object({ time_awareness: z.boolean() }).nullable().optional(),
