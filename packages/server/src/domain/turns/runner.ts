@@ -319,11 +319,35 @@ export class TurnRunner {
     void this.executor
       .run(active, items)
       .then((execution) => this.finish(active, execution))
-      .then(resolve, (err: unknown) => {
+      .then(resolve, async (err: unknown) => {
         logger.error({ session: session.id, turn: turn.id, err: String(err) }, "turn could not be recorded");
-        this.running.drop(session.id);
-        resolve({ ...turn, status: "failed", error: { code: "internal_error", message: String(err) } });
+        resolve(await this.endUnrecorded(active, String(err)));
       });
+  }
+
+  /**
+   * The turn's end could not be recorded (a store or hook failure): it is ended as a turn nobody runs would be —
+   * failed `internal_error`, its session idle — so that whoever waits for it is answered and the session takes
+   * input again. Should that fail too, the session stays claimed until the next start's recovery (or, with
+   * several instances, until another takes the turn over).
+   */
+  private async endUnrecorded(active: ActiveTurn, why: string): Promise<TurnRecord> {
+    const { session, turn } = active;
+    let outcome: TurnRecord = { ...turn, status: "failed", error: { code: "internal_error", message: why } };
+    try {
+      const current = await this.deps.store.getSession(session.id);
+      if (current?.active_turn_id === turn.id) {
+        const message = `The turn's end could not be recorded: ${why}`;
+        outcome = (await endOrphan(this.deps, current, "internal_error", message)) ?? outcome;
+      }
+    } catch (err) {
+      this.deps.logger.error({ session: session.id, turn: turn.id, err: String(err) }, "turn left claimed");
+      this.running.drop(session.id);
+      return outcome;
+    }
+    this.running.ended(session.id, turn.id, outcome);
+    this.running.idle(session.id);
+    return outcome;
   }
 
   /** The turn's end is stored: whoever waits for it is told, the session is idle, the `afterTurn` hooks run. */
