@@ -40,7 +40,13 @@ function failingOnce(): { store: Store; arm: () => void; failed: () => number } 
       return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
     },
   });
-  return { store, arm: () => (armed = true), failed: () => failures };
+  return {
+    store,
+    arm: () => {
+      armed = true;
+    },
+    failed: () => failures,
+  };
 }
 
 let f: AppFixture;
