@@ -4,13 +4,13 @@
  *
  * The driver is synchronous, so every operation is atomic by itself. A transaction spans awaits, though: while one
  * is open, writes are queued behind it (one lock), so a write from elsewhere can never land in — and be rolled back
- * with — someone else's transaction. Reads are not queued.
+ * with — someone else's transaction. Reads are not queued (which operations read: `QUERY_ACCESS`, store/types.ts).
  */
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { AsyncLock } from "../../kernel/lock.js";
-import type { Queries, Store } from "../types.js";
+import { QUERY_ACCESS, type Queries, type Store } from "../types.js";
 import { agentQueries } from "./agents.js";
 import { automationQueries } from "./automations.js";
 import { Counters } from "./counters.js";
@@ -31,54 +31,6 @@ import { webhookQueries } from "./webhooks.js";
 export { MIGRATIONS, migrate, SCHEMA_VERSION } from "./migrations.js";
 
 type QueryName = keyof Queries;
-const READS: ReadonlySet<QueryName> = new Set<QueryName>([
-  "getKey",
-  "listKeys",
-  "hasKeys",
-  "inactiveKeys",
-  "getAgent",
-  "listAgents",
-  "getSession",
-  "listSessions",
-  "countSessions",
-  "listIdleSessionsBefore",
-  "listBusySessions",
-  "getTurn",
-  "listTurns",
-  "listItems",
-  "readEvents",
-  "lastEventSeq",
-  "firstEventSeqOfTurn",
-  "getGoal",
-  "listGoals",
-  "getIdempotency",
-  "getEnvironment",
-  "listEnvironments",
-  "listPendingEnvironments",
-  "getEnvironmentTemplate",
-  "listEnvironmentTemplates",
-  "getVault",
-  "listVaults",
-  "getVaultCredential",
-  "listVaultCredentials",
-  "credentialsOfVaults",
-  "listSealed",
-  "getAutomation",
-  "lockAutomation",
-  "listAutomations",
-  "lockDueAutomations",
-  "getInvocation",
-  "listInvocations",
-  "hasQueuedInvocation",
-  "findInvocationSession",
-  "getWebhookEndpoint",
-  "listWebhookEndpoints",
-  "getWebhookDelivery",
-  "listWebhookDeliveries",
-  "getFile",
-  "listFiles",
-  "listExpiredFiles",
-]);
 
 /** The embedded store: the Store interface plus the file it lives in. */
 export type SqliteStore = Store & { readonly file: string };
@@ -125,7 +77,7 @@ function compose(raw: Database.Database, file: string): SqliteStore {
   };
   const outer = { ...inner };
   for (const name of Object.keys(inner) as QueryName[]) {
-    if (READS.has(name)) continue;
+    if (QUERY_ACCESS[name] === "read") continue;
     const op = inner[name] as (...args: unknown[]) => Promise<unknown>;
     (outer as Record<QueryName, unknown>)[name] = (...args: unknown[]) =>
       lock.busy ? lock.run(() => op(...args)) : op(...args);
