@@ -1,8 +1,8 @@
 // The host directories a proxy-mode sandbox mounts: `egress/` (where the proxy's socket is, unless the spec names a
 // `socketDir` of its own) and `trust/` (the proxy's CA and a bundle of the host's CAs plus it). A sandbox without
-// network mounts neither. Prepared again on every change of the network spec; the CA is checked before it is copied
-// (a PEM certificate and no key: whatever is copied into `trust/` is readable inside the container).
-import { copyFile, mkdir, readFile, writeFile } from "node:fs/promises";
+// network mounts neither. Prepared again on every change of the network spec; the CA is checked, and the text checked
+// is what is written (a PEM certificate and no key: whatever is in `trust/` is readable inside the container).
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { SandboxError } from "./errors.js";
 import type { NetworkSpec } from "./types.js";
@@ -42,7 +42,8 @@ export class NetworkDirs {
         throw new SandboxError("invalid_spec", "network.caCertPath must hold a PEM certificate and no key");
       }
       const base = this.systemCaBundle ? await readFile(this.systemCaBundle, "utf8").catch(() => "") : "";
-      await copyFile(n.caCertPath, join(trust, "ca.crt"));
+      // The text just checked, not the file again (it could have changed in between).
+      await writeFile(join(trust, "ca.crt"), ca, { mode: 0o644 });
       await writeFile(join(trust, "ca-bundle.crt"), `${base.trimEnd()}\n${ca.trim()}\n`, { mode: 0o644 });
       this.hasCa = true;
     }
