@@ -3,9 +3,9 @@
  * in the caller's project.
  */
 import type { AgentFields, AgentService } from "../domain/agents.js";
+import type { ClientTools, ToolPolicy } from "../domain/tools.js";
 import type { Scope } from "../model/scope.js";
 import type { AgentRecord, ListOptions, Page } from "../store/types.js";
-import type { ClientTools, ToolPolicy } from "./tools.js";
 
 /** An agent's fields as a client sent them (tools not yet checked). */
 export type AgentChanges = Omit<AgentFields, "tools"> & { tools?: ClientTools };

@@ -1,7 +1,7 @@
 /**
  * The application layer: the operations both dialects offer, dialect-neutral, each in the caller's project. A
  * dialect decodes a request, calls one of these and encodes the answer; it never sees the store, the engines or
- * the service's parts (`Core`). Policies decided here once: the tool and stdio-MCP policy (tools.ts), what a new
+ * the service's parts (`Core`). Policies decided here once: the tool and stdio-MCP policy (applied by agents.ts and sessions.ts), what a new
  * session's environment gives it and what is given back when it cannot be made (sessions.ts,
  * session-environment.ts), where a stream starts (streams.ts). Resources without a policy of their own here
  * (vaults, webhooks, automations, files, goals, checkpoints, environments' reads) are the domain's scoped services.
@@ -14,13 +14,13 @@ import type { FileService } from "../domain/files/service.js";
 import type { GoalService } from "../domain/goals/service.js";
 import type { MessageService } from "../domain/messages.js";
 import type { SessionService } from "../domain/sessions/service.js";
+import type { ToolPolicy } from "../domain/tools.js";
 import type { TurnRunner } from "../domain/turns/runner.js";
 import type { VaultService } from "../domain/vaults/service.js";
 import type { WebhookService } from "../domain/webhooks/service.js";
 import type { CheckpointService } from "../features/checkpoints/service.js";
 import type { Clock } from "../kernel/clock.js";
 import type { Scope } from "../model/scope.js";
-import type { OutboundGuard } from "../platform/net/outbound-guard.js";
 import type { Sandboxes } from "../platform/sandbox/sandboxes.js";
 import type { StreamClients } from "../platform/stream/clients.js";
 import type { EventHub } from "../platform/stream/hub.js";
@@ -32,7 +32,6 @@ import { HistoryOperations } from "./history.js";
 import type { RepositoryOperations } from "./repositories.js";
 import { SessionOperations } from "./sessions.js";
 import { StreamOperations } from "./streams.js";
-import { ToolPolicy } from "./tools.js";
 import { TraceOperations } from "./traces.js";
 
 /** Types of the operations' parameters, as the domain defines them. */
@@ -78,7 +77,6 @@ export interface Application {
 export interface ApplicationParts {
   config: {
     model: string;
-    allowMcpStdio: boolean;
     workspaceMode: "auto" | "shared" | "session";
     workspaceRoot: string;
     sseKeepaliveMs: number;
@@ -88,7 +86,8 @@ export interface ApplicationParts {
   store: Store;
   hub: EventHub;
   streams: StreamClients;
-  outbound: OutboundGuard;
+  /** The tool policy (domain/tools.ts), the same the automations apply. */
+  tools: ToolPolicy;
   agents: AgentService;
   sessions: SessionService;
   messages: MessageService;
@@ -106,7 +105,7 @@ export interface ApplicationParts {
 
 export function createApplication(p: ApplicationParts, traces: { resource: Resource }): Application {
   const { config, store, clock } = p;
-  const tools = new ToolPolicy({ allowStdio: config.allowMcpStdio, targets: p.outbound });
+  const { tools } = p;
   return {
     agents: new AgentOperations({ agents: p.agents, tools }),
     sessions: new SessionOperations({

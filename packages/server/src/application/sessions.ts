@@ -8,6 +8,7 @@
 
 import type { MessageService, Sent } from "../domain/messages.js";
 import type { SessionFields, SessionService, WorkspaceMode } from "../domain/sessions/service.js";
+import type { ClientTools, ToolPolicy } from "../domain/tools.js";
 import type { TurnRunner } from "../domain/turns/runner.js";
 import type { VaultService } from "../domain/vaults/service.js";
 import { conflict } from "../kernel/errors.js";
@@ -16,6 +17,7 @@ import type { GoalCaps } from "../model/goal-caps.js";
 import type { TurnInput } from "../model/input.js";
 import type { SessionRecord, TurnRecord } from "../model/records.js";
 import type { Scope } from "../model/scope.js";
+import { lockOf } from "../model/session-lock.js";
 import type { Page, SessionListOptions } from "../store/types.js";
 import { admitted } from "./agents.js";
 import {
@@ -23,7 +25,6 @@ import {
   type EnvironmentChoiceDeps,
   type EnvironmentParam,
 } from "./session-environment.js";
-import type { ClientTools, ToolPolicy } from "./tools.js";
 
 /** A session's fields as a client sent them (tools not yet checked). */
 export type SessionChanges = Omit<SessionFields, "tools"> & { tools?: ClientTools };
@@ -121,7 +122,7 @@ export class SessionOperations {
 
   /** Whether a turn runs (here, or on another instance: the session says so). */
   busy(session: SessionRecord): boolean {
-    return session.active_turn_id !== null || this.deps.runner.isActive(session.id);
+    return lockOf(session.active_turn_id) !== null || this.deps.runner.isActive(session.id);
   }
 
   send(session: SessionRecord, input: TurnInput, opts: Parameters<MessageService["send"]>[2]): Promise<Sent> {

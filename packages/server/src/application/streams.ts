@@ -33,10 +33,9 @@ export class StreamOperations {
   }
 
   /** Where the session's stream starts when the client gave no cursor. */
-  async start(session: SessionRecord, activeTurnId = session.active_turn_id): Promise<StreamStart> {
-    if (activeTurnId) {
-      return { state: "turn", turnId: activeTurnId, seq: await this.turnStart(session.id, activeTurnId) };
-    }
+  async start(session: SessionRecord): Promise<StreamStart> {
+    const holder = session.active_turn_id;
+    if (holder) return { state: "turn", turnId: holder, seq: await this.turnStart(session.id, holder) };
     return { state: "idle", seq: await this.deps.store.lastEventSeq(session.id) };
   }
 

@@ -3,7 +3,8 @@
  * search and the agent's own automations. Parsed once, strictly (a tool the engine would shadow, reject or could not honour is a 400 naming it),
  * stored normalised, and never shown with their secrets (MCP authorization, header and env values). An HTTP MCP
  * server's URL must be one the outbound guard allows (platform/net/outbound-guard.ts: as written and resolved now; the
- * engine connects to it, so a session's MCP servers are checked again when each turn starts).
+ * engine connects to it, so a session's MCP servers are checked again when each turn starts). `ToolPolicy` is that, configured
+ * once for the service and applied wherever tools come in.
  */
 
 import { badRequest } from "../kernel/errors.js";
@@ -107,7 +108,7 @@ function functionTool(t: Record<string, unknown>, where: string, names: Set<stri
   };
 }
 
-export interface ToolOptions {
+interface ToolOptions {
   /** The official dialect: every tool must be one this server runs. */
   strict: boolean;
   /** `--allow-mcp-stdio`. */
@@ -215,7 +216,7 @@ function mcpTool(
  * template) tools it does not know are kept as given and left out (the original service skipped them too). The
  * names of HTTP MCP servers are resolved (every address checked) before the list is accepted.
  */
-export async function parseTools(raw: unknown[], opts: ToolOptions): Promise<unknown[]> {
+async function parseTools(raw: unknown[], opts: ToolOptions): Promise<unknown[]> {
   const targets: McpTarget[] = [];
   const parsed = parseToolList(raw, opts, targets);
   const checked = await Promise.allSettled(targets.map(({ url }) => opts.targets.checkResolved(url)));
@@ -275,4 +276,32 @@ function parseToolList(raw: unknown[], opts: ToolOptions, targets: McpTarget[]):
     );
   }
   return parsed;
+}
+
+/** Tools as a client sent them, and how strictly its dialect reads them. */
+export interface ClientTools {
+  raw: unknown[];
+  /** The official dialect: every tool must be one this server runs (the template's skips what it does not know). */
+  strict: boolean;
+  /** The request field they came in (default `tools`). */
+  where?: string;
+}
+
+/**
+ * The tool policy, configured once for the service and applied wherever tools come in (agents, sessions, in both
+ * dialects; automations' inline agents): a stdio MCP server is refused unless the operator allowed them
+ * (`--allow-mcp-stdio`), an HTTP MCP server must be where the service may connect.
+ */
+export class ToolPolicy {
+  constructor(private readonly deps: { allowStdio: boolean; targets: OutboundGuard }) {}
+
+  /** The tools to store, or a 400 naming the first one refused. */
+  admit(tools: ClientTools): Promise<unknown[]> {
+    return parseTools(tools.raw, {
+      strict: tools.strict,
+      allowStdio: this.deps.allowStdio,
+      targets: this.deps.targets,
+      ...(tools.where ? { where: tools.where } : {}),
+    });
+  }
 }

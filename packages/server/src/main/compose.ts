@@ -26,6 +26,7 @@ import { SandboxEngines } from "../domain/sandboxes/engines.js";
 import { sandboxNetworkOf } from "../domain/sandboxes/policy.js";
 import { ContainerWorkspaces, LocalWorkspaces, type Workspaces } from "../domain/sandboxes/workspaces.js";
 import { SessionService } from "../domain/sessions/service.js";
+import { ToolPolicy } from "../domain/tools.js";
 import { TurnControl } from "../domain/turns/control.js";
 import { TurnRunner } from "../domain/turns/runner.js";
 import { Takeover } from "../domain/turns/takeover.js";
@@ -110,6 +111,8 @@ export interface Core {
   repositoryOps: RepositoryOperations;
   /** Where the service and its engines may connect on a client's behalf (webhooks, MCP servers, token endpoints). */
   outbound: OutboundGuard;
+  /** The tool and stdio-MCP policy, applied wherever tools come in. */
+  tools: ToolPolicy;
   /** Uploaded files (the official Files API), per project. */
   files: FileService;
   /** The sessions' containers (the container backend), or null (the local backend). */
@@ -129,6 +132,7 @@ export function createCore(config: Config, infra: Infrastructure): Core {
   // One key ring for every secret at rest (vault credentials, environment values, webhook signing secrets).
   const keyring = secretKeyring(config, logger);
   const outbound = new OutboundGuard({ allowPrivate: config.allowPrivateTargets });
+  const tools = new ToolPolicy({ allowStdio: config.allowMcpStdio, targets: outbound });
   const files = new FileService({ store, clock, logger, storage: new FileStorage(config.files.dir) });
   const sandboxes = infra.sandboxes ?? null;
   const workspaces = sandboxes ? new ContainerWorkspaces(sandboxes) : new LocalWorkspaces();
@@ -200,6 +204,7 @@ export function createCore(config: Config, infra: Infrastructure): Core {
     sessions,
     keyring,
     outbound,
+    tools,
   });
   const checkpoints = new CheckpointService({
     config,
@@ -257,6 +262,7 @@ export function createCore(config: Config, infra: Infrastructure): Core {
     repositories,
     repositoryOps: new RepositoryOperations({ sessions, repositories }),
     outbound,
+    tools,
     files,
     sandboxes,
     localLimits: infra.localLimits ?? null,
@@ -329,6 +335,7 @@ function automationsAndWebhooks(
     sessions: SessionService;
     keyring: LazySecretKeyring;
     outbound: OutboundGuard;
+    tools: ToolPolicy;
   },
 ) {
   const { store, clock, logger, cluster, runner, sessions } = deps;
@@ -368,8 +375,7 @@ function automationsAndWebhooks(
     clock,
     agents: deps.agents,
     sessions,
-    allowMcpStdio: config.allowMcpStdio,
-    outbound: deps.outbound,
+    tools: deps.tools,
     onQueued: () => invocations.kick(),
   });
   const feature: Feature = {

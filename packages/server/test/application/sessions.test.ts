@@ -165,7 +165,7 @@ describe("streams (application)", () => {
     const end = await app.streams.position(session.id);
     expect(end).toBeGreaterThan(0); // session.created
     expect(await app.streams.start(session)).toEqual({ state: "idle", seq: end });
-    expect(await app.streams.start(session, "turn_none")).toEqual({
+    expect(await app.streams.start({ ...session, active_turn_id: "turn_none" })).toEqual({
       state: "turn",
       turnId: "turn_none",
       seq: end,
@@ -177,7 +177,11 @@ describe("streams (application)", () => {
       );
     });
     expect(await app.streams.position(session.id)).toBe(end + 1);
-    expect(await app.streams.start(session, "turn_x")).toEqual({ state: "turn", turnId: "turn_x", seq: end });
+    expect(await app.streams.start({ ...session, active_turn_id: "turn_x" })).toEqual({
+      state: "turn",
+      turnId: "turn_x",
+      seq: end,
+    });
   });
 });
 

@@ -282,7 +282,7 @@ export function sessionRoutes(app: App, ops: Application): void {
         if (missed) return streamTurn(req, reply, id, missed, cursor!.seq);
         return { status: template.templateStatus(session), message: "No active turn" };
       }
-      return streamTurn(req, reply, id, active, (await streams.start(session, active)).seq);
+      return streamTurn(req, reply, id, active, await streams.turnStart(id, active));
     },
   );
 

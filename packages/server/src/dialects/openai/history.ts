@@ -11,7 +11,7 @@ import * as openai from "./render.js";
  * Which items a page lists: the session's own (its root agent's: each subagent has its own history), one turn's, or
  * those of a set of turns (a subagent's).
  */
-type ItemFilter = { turn_id?: string; turn_ids?: string[]; root_only?: boolean };
+type ItemFilter = Pick<Parameters<Application["history"]["items"]>[1], "turn_id" | "turn_ids" | "root_only">;
 
 const SubagentParams = SessionParams.extend({ subagent_id: z.string().min(1).max(200) });
 const SubagentTurnParams = SubagentParams.extend({ turn_id: z.string().min(1).max(200) });
@@ -126,7 +126,6 @@ function itemRoutes(app: App, { sessions, history, streams }: Application): void
   );
 
   // Subagents: the child threads the agent's multi-agent tools opened (see domain/turns/subagents.ts).
-  const subagent = (s: SessionRecord, id: string) => history.subagent(s, id);
   app.get(
     "/v1/agents/sessions/:session_id/subagents",
     { schema: { params: SessionParams, querystring: ListQuery } },
@@ -149,7 +148,7 @@ function itemRoutes(app: App, { sessions, history, streams }: Application): void
     { schema: { params: SubagentParams } },
     async (req) => {
       const s = await sessions.get(req.scope, req.params.session_id);
-      return openai.subagentObject(s.id, openai.agentIdOf(s), subagent(s, req.params.subagent_id));
+      return openai.subagentObject(s.id, openai.agentIdOf(s), history.subagent(s, req.params.subagent_id));
     },
   );
   app.get(
@@ -157,7 +156,7 @@ function itemRoutes(app: App, { sessions, history, streams }: Application): void
     { schema: { params: SubagentParams, querystring: ListQuery } },
     async (req) => {
       const s = await sessions.get(req.scope, req.params.session_id);
-      const a = subagent(s, req.params.subagent_id);
+      const a = history.subagent(s, req.params.subagent_id);
       const q = req.query;
       let all = await history.subagentTurns(s, a.id);
       if (q.order !== "asc") all = all.reverse();
@@ -174,7 +173,7 @@ function itemRoutes(app: App, { sessions, history, streams }: Application): void
     { schema: { params: SubagentTurnParams } },
     async (req) => {
       const s = await sessions.get(req.scope, req.params.session_id);
-      const a = subagent(s, req.params.subagent_id);
+      const a = history.subagent(s, req.params.subagent_id);
       return openai.turnObject(await history.subagentTurn(s, a.id, req.params.turn_id), openai.agentIdOf(s));
     },
   );
@@ -183,7 +182,7 @@ function itemRoutes(app: App, { sessions, history, streams }: Application): void
     { schema: { params: SubagentTurnParams, querystring: ListQuery } },
     async (req, reply) => {
       const s = await sessions.get(req.scope, req.params.session_id);
-      const a = subagent(s, req.params.subagent_id);
+      const a = history.subagent(s, req.params.subagent_id);
       const t = await history.subagentTurn(s, a.id, req.params.turn_id);
       return page(req, reply, s, req.query, { turn_id: t.id });
     },
@@ -193,7 +192,7 @@ function itemRoutes(app: App, { sessions, history, streams }: Application): void
     { schema: { params: SubagentParams, querystring: ListQuery } },
     async (req, reply) => {
       const s = await sessions.get(req.scope, req.params.session_id);
-      const a = subagent(s, req.params.subagent_id);
+      const a = history.subagent(s, req.params.subagent_id);
       return page(req, reply, s, req.query, { turn_ids: await history.subagentTurnIds(s, a.id) });
     },
   );

@@ -116,19 +116,19 @@ export function sessionRoutes(app: App, ops: Application): void {
     s: SessionRecord,
     opts: { from?: Cursor; until?: (e: EventRecord) => boolean } = {},
   ) => {
-    const cursor = opts.from ?? parseCursor(req, s.id);
-    let from: Cursor;
+    let from: Cursor | null = opts.from ?? parseCursor(req, s.id);
     let renderer = render(s);
-    const start = cursor ? null : await streams.start(s);
-    if (cursor) from = cursor;
-    else if (start?.state === "turn") from = { seq: start.seq, frame: Number.POSITIVE_INFINITY };
-    else {
-      const seq = start!.seq;
-      // frame -1: the event `seq` itself is delivered (no frame of it is skipped), rendered as the state.
-      from = { seq, frame: -1 };
-      const state = openai.sessionStatusEvent(s, `evt_${s.id.slice(5)}_${seq}_state`);
-      const logged = renderer;
-      renderer = (e) => (e.seq === seq ? [{ event: state.type, data: state }] : logged(e));
+    if (!from) {
+      const start = await streams.start(s);
+      if (start.state === "turn") from = { seq: start.seq, frame: Number.POSITIVE_INFINITY };
+      else {
+        const { seq } = start;
+        // frame -1: the event `seq` itself is delivered (no frame of it is skipped), rendered as the state.
+        from = { seq, frame: -1 };
+        const state = openai.sessionStatusEvent(s, `evt_${s.id.slice(5)}_${seq}_state`);
+        const logged = renderer;
+        renderer = (e) => (e.seq === seq ? [{ event: state.type, data: state }] : logged(e));
+      }
     }
     return streamLog(reply, {
       ...streams.tail,

@@ -8,7 +8,6 @@ import type { Clock } from "../../kernel/clock.js";
 import { badRequest, conflict, notFound } from "../../kernel/errors.js";
 import { isUnixSeconds, MAX_UNIX_SECONDS, MAX_UNIX_SECONDS_ISO } from "../../kernel/unix-seconds.js";
 import type { Scope } from "../../model/scope.js";
-import type { OutboundGuard } from "../../platform/net/outbound-guard.js";
 import type {
   AutomationCreatedBy,
   AutomationPatch,
@@ -21,6 +20,7 @@ import type {
 } from "../../store/types.js";
 import type { AgentService } from "../agents.js";
 import type { SessionService } from "../sessions/service.js";
+import type { ToolPolicy } from "../tools.js";
 import { newAutomationId, newInvocationId } from "./ids.js";
 import { checkSchedule, nextRunOf } from "./schedule.js";
 import { normalizeTarget, type TargetParam } from "./target.js";
@@ -50,9 +50,8 @@ export interface AutomationDeps {
   clock: Clock;
   agents: AgentService;
   sessions: SessionService;
-  allowMcpStdio: boolean;
-  /** Where an inline agent's HTTP MCP servers may be. */
-  outbound: OutboundGuard;
+  /** The tool policy an inline agent's tools pass (domain/tools.ts). */
+  tools: ToolPolicy;
   /** An invocation was queued: deliver it soon. */
   onQueued: () => void;
 }
@@ -61,8 +60,8 @@ export class AutomationService {
   constructor(private readonly deps: AutomationDeps) {}
 
   private targetContext(scope: Scope) {
-    const { agents, sessions, allowMcpStdio, outbound } = this.deps;
-    return { scope, agents, sessions, allowMcpStdio, outbound };
+    const { agents, sessions, tools } = this.deps;
+    return { scope, agents, sessions, tools };
   }
 
   /**

@@ -7,11 +7,10 @@ import { badRequest, unprocessable } from "../../kernel/errors.js";
 import { hasContent, parseInput, type TurnInput } from "../../model/input.js";
 import type { Scope } from "../../model/scope.js";
 import { inlineAgentSettings } from "../../model/settings.js";
-import type { OutboundGuard } from "../../platform/net/outbound-guard.js";
 import type { AutomationInputMessage, AutomationTarget } from "../../store/types.js";
 import type { AgentService } from "../agents.js";
 import type { SessionFields, SessionService } from "../sessions/service.js";
-import { parseTools } from "../tools.js";
+import type { ToolPolicy } from "../tools.js";
 
 /** A target as a request gives it (types checked by the route schema). */
 export type TargetParam =
@@ -32,8 +31,7 @@ export interface TargetContext {
   scope: Scope;
   agents: AgentService;
   sessions: SessionService;
-  allowMcpStdio: boolean;
-  outbound: OutboundGuard;
+  tools: ToolPolicy;
 }
 
 /** Checks a target (400/404/422 naming the field) and returns it normalised for storage. */
@@ -77,12 +75,7 @@ async function normalizeAgent(
 ): Promise<Record<string, unknown>> {
   const out: Record<string, unknown> = { ...agent };
   if (Array.isArray(agent.tools)) {
-    out.tools = await parseTools(agent.tools, {
-      strict: true,
-      allowStdio: ctx.allowMcpStdio,
-      targets: ctx.outbound,
-      where: "target.agent.tools",
-    });
+    out.tools = await ctx.tools.admit({ raw: agent.tools, strict: true, where: "target.agent.tools" });
   }
   return out;
 }
