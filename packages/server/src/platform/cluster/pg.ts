@@ -18,7 +18,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import type { Logger } from "pino";
 import { KEYS_CHANNEL } from "../../store/postgres/keys.js";
-import { SESSION_COLS } from "../../store/postgres/sessions.js";
+import { SESSIONS } from "../../store/tables/sessions.js";
 import type { SessionRecord } from "../../store/types.js";
 import type { Cluster, ClusterStats, ControlOp, ControlResult } from "./types.js";
 
@@ -143,7 +143,7 @@ export class PgCluster implements Cluster {
            AND (i.id IS NULL OR i.heartbeat_at < now() - make_interval(secs => $2))
          FOR UPDATE OF o SKIP LOCKED
        )
-       RETURNING ${SESSION_COLS}`,
+       RETURNING ${SESSIONS.list}`,
       [this.instanceId, this.deadAfterSeconds],
     );
     this.takeovers += res.rows.length;

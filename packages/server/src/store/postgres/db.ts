@@ -4,8 +4,8 @@
  */
 import { createHash } from "node:crypto";
 import pg from "pg";
-import { clampLimit, toPage } from "../paging.js";
-import type { ListOptions, Page } from "../types.js";
+import { render, type SqlDb, type SqlDialect } from "../sql/db.js";
+import { jsonParam, raw, type Sql, sql } from "../sql/query.js";
 
 /** int8 (bigserial rids, seq, ordinals, counts) as numbers: every value the store keeps is far below 2^53. */
 const int8 = (s: string): number => Number(s);
@@ -113,65 +113,41 @@ function cleanKeys(v: unknown): unknown {
 
 export const jsonOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : json(v));
 
-/**
- * Keyset pagination ordered by (created_at, rid), in one statement. `after` is an id of the same table (within
- * `where`); an unknown cursor gives an empty page. `where` uses $1…$n for `params`.
- */
-export async function listByCreated<Row extends pg.QueryResultRow, T>(
-  db: PgDb,
-  q: {
-    table: string;
-    cols: string;
-    where: string[];
-    params: unknown[];
-    opts: ListOptions;
-    map: (row: Row) => T;
+/** PostgreSQL's side of the SQL written once (store/sql/): `$n` placeholders, jsonb, native booleans. */
+export const POSTGRES: SqlDialect = {
+  name: "postgres",
+  placeholder: (n, kind) => (kind === "json" || kind === "json?" ? `$${n}::jsonb` : `$${n}`),
+  encode(p) {
+    if (p.kind === "bool") return p.value === true;
+    if (p.kind === "json?") return jsonOrNull(p.value);
+    return json(p.value);
   },
-): Promise<Page<T>> {
-  const limit = clampLimit(q.opts.limit);
-  const desc = (q.opts.order ?? "desc") === "desc";
-  const args = [...q.params];
-  const conds = [...q.where];
-  if (q.opts.after !== undefined) {
-    args.push(q.opts.after);
-    const scope = q.where.length ? ` AND ${q.where.join(" AND ")}` : "";
-    conds.push(
-      `(created_at, rid) ${desc ? "<" : ">"} ` +
-        `(SELECT created_at, rid FROM ${q.table} WHERE id = $${args.length}${scope})`,
-    );
-  }
-  args.push(limit + 1);
-  const dir = desc ? "DESC" : "ASC";
-  const sql =
-    `SELECT ${q.cols} FROM ${q.table}${conds.length ? ` WHERE ${conds.join(" AND ")}` : ""} ` +
-    `ORDER BY created_at ${dir}, rid ${dir} LIMIT $${args.length}`;
-  return toPage((await db.rows<Row>(sql, args)).map(q.map), limit);
-}
+  typedRows: true,
+  jsonHas: (column, pairs) =>
+    pairs && Object.keys(pairs).length > 0 ? [sql`${raw(column)} @> ${jsonParam(pairs)}`] : [],
+  jsonText: (column, key) => sql`${raw(column)}->>${key}`,
+  forUpdate: (skipLocked) => raw(skipLocked ? " FOR UPDATE SKIP LOCKED" : " FOR UPDATE"),
+};
 
-/** `a = $k, b = $k+1` for the defined keys of a patch (parameters numbered from `first`), with `encode` per column. */
-export function setClause(
-  patch: Record<string, unknown>,
-  encode: Record<string, Encoder>,
-  first: number,
-): { sql: string; params: unknown[] } {
-  const cols: string[] = [];
-  const params: unknown[] = [];
-  for (const [k, v] of Object.entries(patch)) {
-    if (v === undefined) continue;
-    const enc = encode[k];
-    if (!enc) throw new Error(`unknown column ${k}`);
-    params.push(enc.encode(v));
-    cols.push(`${k} = $${first + params.length - 1}${enc.cast}`);
-  }
-  return { sql: cols.join(", "), params };
+/** The pool's (or the transaction's) statements over {@link Sql}. */
+export function sqlDb(db: PgDb): SqlDb {
+  return {
+    dialect: POSTGRES,
+    rows<Row>(q: Sql) {
+      const { text, params } = render(q, POSTGRES);
+      return db.rows<Row & pg.QueryResultRow>(text, params);
+    },
+    row<Row>(q: Sql) {
+      const { text, params } = render(q, POSTGRES);
+      return db.row<Row & pg.QueryResultRow>(text, params);
+    },
+    run(q) {
+      const { text, params } = render(q, POSTGRES);
+      return db.run(text, params);
+    },
+    value<T>(q: Sql) {
+      const { text, params } = render(q, POSTGRES);
+      return db.value<T>(text, params);
+    },
+  };
 }
-
-export interface Encoder {
-  encode: (v: unknown) => unknown;
-  /** A cast for the placeholder ("" or "::jsonb"). */
-  cast: string;
-}
-
-export const asIs: Encoder = { encode: (v) => v, cast: "" };
-export const asJson: Encoder = { encode: json, cast: "::jsonb" };
-export const asJsonOrNull: Encoder = { encode: jsonOrNull, cast: "::jsonb" };

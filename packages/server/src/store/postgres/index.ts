@@ -10,23 +10,17 @@
  * transaction: they run beside it (READ COMMITTED), and row locks order conflicting writes.
  */
 import pg from "pg";
+import { type BackendQueries, sharedQueries } from "../tables/index.js";
 import type { Queries, Store } from "../types.js";
-import { agentQueries } from "./agents.js";
-import { automationQueries } from "./automations.js";
 import { checkedOut } from "./checkout.js";
-import { PG_TYPES, PgDb } from "./db.js";
-import { environmentQueries } from "./environments.js";
+import { POSTGRES_CLAIMS } from "./claims.js";
+import { PG_TYPES, PgDb, sqlDb } from "./db.js";
+import { updateEnvironment } from "./environments.js";
 import { eventQueries } from "./events.js";
-import { fileQueries } from "./files.js";
-import { goalQueries } from "./goals.js";
-import { idempotencyQueries } from "./idempotency.js";
 import { itemQueries } from "./items.js";
-import { keyQueries } from "./keys.js";
+import { revokeKey } from "./keys.js";
 import { type Migrated, migrate } from "./migrations.js";
-import { sessionQueries } from "./sessions.js";
-import { turnQueries } from "./turns.js";
-import { vaultQueries } from "./vaults.js";
-import { webhookQueries } from "./webhooks.js";
+import { deleteSession } from "./sessions.js";
 
 export { MIGRATION_LOCK_KEY, MIGRATIONS, type Migrated, migrate, SCHEMA_VERSION } from "./migrations.js";
 
@@ -47,21 +41,16 @@ export type PostgresStore = Store & {
 
 export const isPostgresStore = (s: Store): s is PostgresStore => s.kind === "postgres" && "pool" in s;
 
-const queries = (db: PgDb): Queries => ({
-  ...keyQueries(db),
-  ...agentQueries(db),
-  ...sessionQueries(db),
-  ...turnQueries(db),
-  ...itemQueries(db),
-  ...eventQueries(db),
-  ...goalQueries(db),
-  ...idempotencyQueries(db),
-  ...environmentQueries(db),
-  ...vaultQueries(db),
-  ...automationQueries(db),
-  ...webhookQueries(db),
-  ...fileQueries(db),
-});
+function queries(db: PgDb): Queries {
+  /** What PostgreSQL does its own way (store/tables/index.ts). */
+  const own: BackendQueries = {
+    ...itemQueries(db),
+    ...eventQueries(db),
+    deleteSession: deleteSession(db),
+    updateEnvironment: updateEnvironment(db),
+  };
+  return { ...sharedQueries(sqlDb(db), POSTGRES_CLAIMS), ...own, revokeKey: revokeKey(db) };
+}
 
 export const PostgresStore = {
   /** Connects to `url` (postgres://…) and migrates the database to the current schema. */

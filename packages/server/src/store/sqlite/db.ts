@@ -1,7 +1,7 @@
 /** The SQLite connection with a statement cache, and helpers shared by the table modules. */
 import type Database from "better-sqlite3";
-import { clampLimit, toPage } from "../paging.js";
-import type { ListOptions, Page } from "../types.js";
+import { render, type SqlDb, type SqlDialect } from "../sql/db.js";
+import { EMPTY, raw, type Sql, sql } from "../sql/query.js";
 
 export type Statement = Database.Statement<unknown[], unknown>;
 
@@ -65,66 +65,45 @@ export class SqliteDb {
 export const json = (v: unknown): string => JSON.stringify(v) ?? "null";
 export const jsonOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : json(v));
 export const parse = <T>(s: string): T => JSON.parse(s) as T;
-export const parseOrNull = <T>(s: string | null): T | null => (s === null ? null : (JSON.parse(s) as T));
 
-interface CreatedCursor {
-  created_at: number;
-  rid: number;
-}
-
-/**
- * Keyset pagination ordered by (created_at, rid). `after` is an id of the same table (within `where`); an unknown
- * cursor gives an empty page.
- */
-export function listByCreated<Row, T>(
-  db: SqliteDb,
-  q: {
-    table: string;
-    cols: string;
-    where: string[];
-    params: unknown[];
-    opts: ListOptions;
-    map: (row: Row) => T;
+/** SQLite's side of the SQL written once (store/sql/): `?` placeholders, JSON as text, booleans as 0/1. */
+export const SQLITE: SqlDialect = {
+  name: "sqlite",
+  placeholder: () => "?",
+  encode(p) {
+    if (p.kind === "bool") return p.value ? 1 : 0;
+    if (p.kind === "json?") return jsonOrNull(p.value);
+    return json(p.value);
   },
-): Page<T> {
-  const limit = clampLimit(q.opts.limit);
-  const order = q.opts.order ?? "desc";
-  const conds = [...q.where];
-  const args = [...q.params];
-  if (q.opts.after !== undefined) {
-    const scope = q.where.length ? ` AND ${q.where.join(" AND ")}` : "";
-    const c = db.get<CreatedCursor>(
-      `SELECT created_at, rid FROM ${q.table} WHERE id = ?${scope}`,
-      q.opts.after,
-      ...q.params,
-    );
-    if (!c) return { data: [], has_more: false };
-    conds.push(order === "desc" ? "(created_at, rid) < (?, ?)" : "(created_at, rid) > (?, ?)");
-    args.push(c.created_at, c.rid);
-  }
-  const dir = order === "desc" ? "DESC" : "ASC";
-  const sql =
-    `SELECT ${q.cols} FROM ${q.table}${conds.length ? ` WHERE ${conds.join(" AND ")}` : ""} ` +
-    `ORDER BY created_at ${dir}, rid ${dir} LIMIT ?`;
-  args.push(limit + 1);
-  return toPage(db.all<Row>(sql, ...args).map(q.map), limit);
-}
+  typedRows: false,
+  jsonHas: (column, pairs) =>
+    Object.entries(pairs ?? {}).map(
+      ([k, v]) =>
+        sql`EXISTS (SELECT 1 FROM json_each(${raw(column)}) AS m WHERE m.key = ${k} AND m.value = ${v})`,
+    ),
+  jsonText: (column, key) => sql`json_extract(${raw(column)}, ${`$.${key}`})`,
+  forUpdate: () => EMPTY,
+};
 
-/** `SET a = ?, b = ?` for the defined keys of a patch, with `encode` per column. */
-export function setClause(
-  patch: Record<string, unknown>,
-  encode: Record<string, (v: unknown) => unknown>,
-): { sql: string; params: unknown[] } {
-  const cols: string[] = [];
-  const params: unknown[] = [];
-  for (const [k, v] of Object.entries(patch)) {
-    if (v === undefined) continue;
-    const enc = encode[k];
-    if (!enc) throw new Error(`unknown column ${k}`);
-    cols.push(`${k} = ?`);
-    params.push(enc(v));
-  }
-  return { sql: cols.join(", "), params };
+/** The connection's statements over {@link Sql} (synchronous underneath). */
+export function sqlDb(db: SqliteDb): SqlDb {
+  return {
+    dialect: SQLITE,
+    async rows<Row>(q: Sql) {
+      const { text, params } = render(q, SQLITE);
+      return db.all<Row>(text, ...params);
+    },
+    async row<Row>(q: Sql) {
+      const { text, params } = render(q, SQLITE);
+      return db.get<Row>(text, ...params);
+    },
+    async run(q) {
+      const { text, params } = render(q, SQLITE);
+      return db.run(text, ...params).changes;
+    },
+    async value<T>(q: Sql) {
+      const { text, params } = render(q, SQLITE);
+      return db.value<T>(text, ...params);
+    },
+  };
 }
-
-export const asIs = (v: unknown) => v;

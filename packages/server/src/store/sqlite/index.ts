@@ -10,23 +10,16 @@ import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { AsyncLock } from "../../kernel/lock.js";
+import { type BackendQueries, sharedQueries } from "../tables/index.js";
 import { QUERY_ACCESS, type Queries, type Store } from "../types.js";
-import { agentQueries } from "./agents.js";
-import { automationQueries } from "./automations.js";
+import { SQLITE_CLAIMS } from "./claims.js";
 import { Counters } from "./counters.js";
-import { SqliteDb } from "./db.js";
-import { environmentQueries } from "./environments.js";
+import { SqliteDb, sqlDb } from "./db.js";
+import { updateEnvironment } from "./environments.js";
 import { eventQueries } from "./events.js";
-import { fileQueries } from "./files.js";
-import { goalQueries } from "./goals.js";
-import { idempotencyQueries } from "./idempotency.js";
 import { itemQueries } from "./items.js";
-import { keyQueries } from "./keys.js";
 import { migrate } from "./migrations.js";
-import { sessionQueries } from "./sessions.js";
-import { turnQueries } from "./turns.js";
-import { vaultQueries } from "./vaults.js";
-import { webhookQueries } from "./webhooks.js";
+import { deleteSession } from "./sessions.js";
 
 export { MIGRATIONS, migrate, SCHEMA_VERSION } from "./migrations.js";
 
@@ -59,22 +52,15 @@ function compose(raw: Database.Database, file: string): SqliteStore {
   const db = new SqliteDb(raw);
   const counters = new Counters(db);
   const lock = new AsyncLock();
-  /** The operations as they run inside a transaction (no lock: the transaction holds it). */
-  const inner: Queries = {
-    ...keyQueries(db),
-    ...agentQueries(db),
-    ...sessionQueries(db, counters),
-    ...turnQueries(db),
+  /** What SQLite does its own way (store/tables/index.ts). */
+  const own: BackendQueries = {
     ...itemQueries(db, counters),
     ...eventQueries(db, counters),
-    ...goalQueries(db),
-    ...idempotencyQueries(db),
-    ...environmentQueries(db),
-    ...vaultQueries(db),
-    ...automationQueries(db),
-    ...webhookQueries(db),
-    ...fileQueries(db),
+    deleteSession: deleteSession(db, counters),
+    updateEnvironment: updateEnvironment(db),
   };
+  /** The operations as they run inside a transaction (no lock: the transaction holds it). */
+  const inner: Queries = { ...sharedQueries(sqlDb(db), SQLITE_CLAIMS), ...own };
   const outer = { ...inner };
   for (const name of Object.keys(inner) as QueryName[]) {
     if (QUERY_ACCESS[name] === "read") continue;

@@ -1,0 +1,41 @@
+/**
+ * The operations written once for both backends, over one backend's {@link SqlDb}. What each backend does its
+ * own way — the event log and items (the hot path, with its counters), claims, deleting a session, an
+ * environment's status change with its webhook event — it adds beside these (see {@link BackendQueries});
+ * PostgreSQL also replaces revokeKey with one that announces the revocation to every instance.
+ */
+import type { SqlDb } from "../sql/db.js";
+import type { Queries } from "../types.js";
+import { agentQueries } from "./agents.js";
+import { automationQueries } from "./automations.js";
+import { type ClaimStatements, claimQueries } from "./claims.js";
+import { environmentQueries } from "./environments.js";
+import { fileQueries } from "./files.js";
+import { goalQueries } from "./goals.js";
+import { idempotencyQueries } from "./idempotency.js";
+import { keyQueries } from "./keys.js";
+import { sessionQueries } from "./sessions.js";
+import { turnQueries } from "./turns.js";
+import { vaultQueries } from "./vaults.js";
+import { webhookQueries } from "./webhooks.js";
+
+/** `claims`: the backend's claim statements (run and ordered here). */
+export function sharedQueries(db: SqlDb, claims: ClaimStatements) {
+  return {
+    ...claimQueries(db, claims),
+    ...keyQueries(db),
+    ...agentQueries(db),
+    ...sessionQueries(db),
+    ...turnQueries(db),
+    ...goalQueries(db),
+    ...idempotencyQueries(db),
+    ...environmentQueries(db),
+    ...vaultQueries(db),
+    ...automationQueries(db),
+    ...webhookQueries(db),
+    ...fileQueries(db),
+  };
+}
+
+/** The operations each backend writes itself. */
+export type BackendQueries = Omit<Queries, keyof ReturnType<typeof sharedQueries>>;
