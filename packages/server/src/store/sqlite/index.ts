@@ -22,13 +22,13 @@ import { goalQueries } from "./goals.js";
 import { idempotencyQueries } from "./idempotency.js";
 import { itemQueries } from "./items.js";
 import { keyQueries } from "./keys.js";
-import { migrate } from "./migrations.js";
+import { migrate } from "./migrate.js";
 import { sessionQueries } from "./sessions.js";
 import { turnQueries } from "./turns.js";
 import { vaultQueries } from "./vaults.js";
 import { webhookQueries } from "./webhooks.js";
 
-export { MIGRATIONS, migrate, SCHEMA_VERSION } from "./migrations.js";
+export { MIGRATION_STEPS, MIGRATIONS, migrate, SCHEMA_VERSION } from "./migrate.js";
 
 type QueryName = keyof Queries;
 
