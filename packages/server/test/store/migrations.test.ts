@@ -1,7 +1,7 @@
 /**
  * Schema migrations as files: the loader's checks of a migrations directory, the released steps pinned, and
  * SQLite's migrate (one transaction per step, a schema_version row each, user_version kept, the upgrade of a
- * database older than the table).
+ * database older than the table). PostgreSQL's: postgres-migrations.external.test.ts.
  */
 import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -10,6 +10,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { type MigrationStep, readMigrations } from "../../src/store/migration-files.js";
+import { MIGRATION_STEPS as PG_STEPS } from "../../src/store/postgres/index.js";
 import {
   MIGRATION_STEPS,
   MIGRATIONS,
@@ -108,12 +109,22 @@ describe("the released steps", () => {
       "7 whole-second-schedules d53f49284e9de4fe",
     ]);
   });
-  it("are every file of the migrations directory", () => {
+  it("are as they were released (PostgreSQL)", () => {
+    expect(PG_STEPS.map((s) => `${s.version} ${s.name} ${sha256(s.sql)}`)).toEqual([
+      "1 base a66d1d0808cafaa7",
+      "2 automations-webhooks c30f806c57059307",
+      "3 environments-vaults 1b44a98bdb40eb40",
+      "4 files 8c49b70464d883cf",
+      "5 whole-second-schedules 8224a6f528078a9d",
+    ]);
+  });
+  it("are every file of the migrations directories", () => {
     const files = (backend: string) =>
       readdirSync(new URL(`../../migrations/${backend}/`, import.meta.url)).sort();
     const named = (steps: readonly MigrationStep[]) =>
       steps.map((s) => `${String(s.version).padStart(3, "0")}_${s.name}.sql`);
     expect(files("sqlite")).toEqual(named(MIGRATION_STEPS));
+    expect(files("postgres")).toEqual(named(PG_STEPS));
     expect(MIGRATIONS).toEqual(MIGRATION_STEPS.map((s) => s.sql));
     expect(SCHEMA_VERSION).toBe(MIGRATION_STEPS.length);
   });
