@@ -78,7 +78,7 @@ afterAll(async () => {
 });
 
 describe("npm packages", () => {
-  it("pack the published packages with their built output only", async () => {
+  it("pack the published packages with their built output (and the server its migrations) only", async () => {
     const names = tarballs.map((t) => t.slice(t.lastIndexOf("/") + 1)).sort();
     expect(names).toEqual([
       "codex-agent-api-0.1.0.tgz",
@@ -93,8 +93,16 @@ describe("npm packages", () => {
     expect(files).toContain("package/dist/cli.js");
     expect(files).toContain("package/dist/index.d.ts");
     expect(files).toContain("package/CHANGELOG.md");
+    // The schema migrations, read at run time from beside dist/.
+    expect(files).toContain("package/migrations/sqlite/001_initial.sql");
+    expect(files).toContain("package/migrations/postgres/001_base.sql");
     expect(
-      files.filter((f) => !/^package\/(dist\/|README\.md$|CHANGELOG\.md$|package\.json$)/.test(f)),
+      files.filter(
+        (f) =>
+          !/^package\/(dist\/|migrations\/(sqlite|postgres)\/\d+_[^/]+\.sql$|README\.md$|CHANGELOG\.md$|package\.json$)/.test(
+            f,
+          ),
+      ),
     ).toEqual([]);
     const console = tarballs.find((t) => t.includes("-console-"))!;
     expect((await run("tar", ["tzf", console])).stdout).toMatch(/package\/dist\/index\.html/);

@@ -1,11 +1,12 @@
 /**
  * The PostgreSQL store: the store contract against a database created for this run, and what only a shared
- * database has to show — several instances (stores with their own pools) migrating and writing at once.
+ * database has to show — several instances (stores with their own pools) writing at once (migrating at once:
+ * postgres-migrations.external.test.ts).
  * Needs a PostgreSQL server (TEST_DATABASE_URL, default the local one): see postgres.ts.
  */
 import pg from "pg";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
-import { MIGRATIONS, PostgresStore, SCHEMA_VERSION } from "../../src/store/postgres/index.js";
+import { PostgresStore } from "../../src/store/postgres/index.js";
 import type { NewEvent } from "../../src/store/types.js";
 import { dropTestDatabase, pgTestUrl } from "../support/postgres.js";
 import { tcpProxy } from "../support/tcp-proxy.js";
@@ -130,91 +131,7 @@ describe("PostgresStore", () => {
     }
   });
 
-  describe("migrations", () => {
-    it("several instances starting at once on an empty database migrate exactly once, and all work", async () => {
-      const fresh = await freshDatabase();
-      const opened = await Promise.all([1, 2, 3, 4].map(() => track(PostgresStore.open(fresh))));
-      expect(opened.map((s) => s.migrated.from).sort()).toEqual([
-        0,
-        SCHEMA_VERSION,
-        SCHEMA_VERSION,
-        SCHEMA_VERSION,
-      ]);
-      expect(opened.every((s) => s.migrated.to === SCHEMA_VERSION)).toBe(true);
-      const versions = await opened[0]!.pool.query<{ version: number }>(
-        "SELECT version FROM schema_version ORDER BY version",
-      );
-      expect(versions.rows.map((r) => r.version)).toEqual(MIGRATIONS.map((_, i) => i + 1));
-
-      // every instance reads what the others wrote
-      await Promise.all(opened.map((s, i) => s.insertSession(session(`s${i}`, i))));
-      for (const s of opened) {
-        expect(await s.countSessions()).toBe(4);
-        expect(ids((await s.listSessions({ project_id: "proj_1", order: "asc" })).data)).toEqual([
-          "s0",
-          "s1",
-          "s2",
-          "s3",
-        ]);
-      }
-
-      const again = await track(PostgresStore.open(fresh));
-      expect(again.migrated).toEqual({ from: SCHEMA_VERSION, to: SCHEMA_VERSION });
-    });
-
-    it("brings schedule times stored before they were checked to whole seconds in range", async () => {
-      const fresh = await freshDatabase();
-      const step = MIGRATIONS.findIndex((m) => m.includes("253402300799"));
-      expect(step).toBeGreaterThan(0);
-      const client = new pg.Client({ connectionString: fresh });
-      await client.connect();
-      try {
-        await client.query(
-          "CREATE TABLE schema_version (version integer PRIMARY KEY, applied_at double precision NOT NULL)",
-        );
-        for (let v = 0; v < step; v++) {
-          await client.query(MIGRATIONS[v]!);
-          await client.query("INSERT INTO schema_version (version, applied_at) VALUES ($1, 0)", [v + 1]);
-        }
-        const insert = (id: string, runAt: number, nextRunAt: number | null) =>
-          client.query(
-            "INSERT INTO automations (id, project_id, created_at, updated_at, name, metadata, type, run_at, " +
-              "status, next_run_at, target, created_by) VALUES ($1, 'p', 1, 1, 'n', '{}', 'once', $2, 'active', " +
-              "$3, '{}', '{}')",
-            [id, runAt, nextRunAt],
-          );
-        await insert("a_fraction", 1_900_000_000.7, 1_900_000_000.7);
-        await insert("a_huge", 1e20, 9_007_199_254_740_992);
-        await insert("a_fine", 1_900_000_000, null);
-        await client.query(
-          "INSERT INTO automation_invocations (id, automation_id, project_id, created_at, scheduled_at, source, " +
-            "target, status, next_attempt_at) VALUES ('i1', 'a_fraction', 'p', 1, 1900000000.7, 'automation', " +
-            "'{}', 'queued', 1)",
-        );
-      } finally {
-        await client.end();
-      }
-      const store = await track(PostgresStore.open(fresh));
-      expect(store.migrated).toEqual({ from: step, to: SCHEMA_VERSION });
-      const times = async (id: string) => {
-        const a = await store.getAutomation(id);
-        return [a?.run_at, a?.next_run_at];
-      };
-      expect(await times("a_fraction")).toEqual([1_900_000_000, 1_900_000_000]);
-      expect(await times("a_huge")).toEqual([253_402_300_799, 253_402_300_799]);
-      expect(await times("a_fine")).toEqual([1_900_000_000, null]);
-      expect((await store.getInvocation("i1"))?.scheduled_at).toBe(1_900_000_000);
-    });
-
-    it("refuses a database from a newer schema version", async () => {
-      const fresh = await freshDatabase();
-      const store = await track(PostgresStore.open(fresh));
-      await store.pool.query("INSERT INTO schema_version (version, applied_at) VALUES ($1, 0)", [
-        SCHEMA_VERSION + 1,
-      ]);
-      await expect(PostgresStore.open(fresh)).rejects.toThrow(/newer/);
-    });
-
+  describe("schema", () => {
     it("uses the indexes for the log, the project lists and the open items", async () => {
       const store = await track(open());
       const plan = async (sql: string) => {

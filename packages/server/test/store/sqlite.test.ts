@@ -179,11 +179,14 @@ describe("SqliteStore file persistence", () => {
     await store.close();
   });
 
-  it("migrates once: user_version is set and reopening is a no-op", async () => {
+  it("migrates once: a schema_version row per step, user_version is set and reopening is a no-op", async () => {
     const file = tmpFile();
     await SqliteStore.open(file).close();
     const db = new Database(file);
     expect(db.pragma("user_version", { simple: true })).toBe(MIGRATIONS.length);
+    expect(db.prepare("SELECT version FROM schema_version ORDER BY version").pluck().all()).toEqual(
+      MIGRATIONS.map((_, i) => i + 1),
+    );
     expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
     const tables = db
       .prepare(
@@ -203,6 +206,7 @@ describe("SqliteStore file persistence", () => {
       "goals",
       "idempotency",
       "items",
+      "schema_version",
       "sessions",
       "turns",
       "vault_credentials",

@@ -1,7 +1,7 @@
 /**
  * The PostgreSQL store (`pg`; migrated on open). One module per table, as for SQLite; this file opens the pool and
  * composes them. Several instances may share one database:
- * - migrations run under an advisory lock (exactly once, see migrations.ts);
+ * - migrations run under an advisory lock (exactly once, see migrate.ts);
  * - seq and ordinal come from counters on the sessions row, bumped by append_events() under the row lock, so
  *   appends to one session are serialised across instances and numbered without gaps or duplicates;
  * - claimSession is one conditional UPDATE.
@@ -19,10 +19,17 @@ import { updateEnvironment } from "./environments.js";
 import { eventQueries } from "./events.js";
 import { itemQueries } from "./items.js";
 import { revokeKey } from "./keys.js";
-import { type Migrated, migrate } from "./migrations.js";
+import { type Migrated, migrate } from "./migrate.js";
 import { deleteSession } from "./sessions.js";
 
-export { MIGRATION_LOCK_KEY, MIGRATIONS, type Migrated, migrate, SCHEMA_VERSION } from "./migrations.js";
+export {
+  MIGRATION_LOCK_KEY,
+  MIGRATION_STEPS,
+  MIGRATIONS,
+  type Migrated,
+  migrate,
+  SCHEMA_VERSION,
+} from "./migrate.js";
 
 export interface PostgresStoreOptions {
   /** Pool settings (max connections, timeouts, …); the connection string and type parsers are the store's. */

@@ -5,7 +5,7 @@ import type { PgDb } from "./db.js";
 /** jsonb data comes back parsed: a row is an ItemRecord. */
 const COLS = "session_id, turn_id, ordinal, id, type, state, created_at, data";
 
-/** An item write as append_events() takes it (see migrations.ts). */
+/** An item write as append_events() takes it (see migrations/postgres/, the latest step that defines it). */
 export interface PlannedItem {
   /** Index of the event in the batch. */
   i: number;

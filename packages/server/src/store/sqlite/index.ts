@@ -18,10 +18,10 @@ import { SqliteDb, sqlDb } from "./db.js";
 import { updateEnvironment } from "./environments.js";
 import { eventQueries } from "./events.js";
 import { itemQueries } from "./items.js";
-import { migrate } from "./migrations.js";
+import { migrate } from "./migrate.js";
 import { deleteSession } from "./sessions.js";
 
-export { MIGRATIONS, migrate, SCHEMA_VERSION } from "./migrations.js";
+export { MIGRATION_STEPS, MIGRATIONS, migrate, SCHEMA_VERSION } from "./migrate.js";
 
 type QueryName = keyof Queries;
 

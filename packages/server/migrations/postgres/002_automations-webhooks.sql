@@ -1,12 +1,7 @@
-/**
- * PostgreSQL migration step 2: the tables of automations and webhooks (SQLite version 4), and append_events() writing
- * the webhook outbox. Released: never edit it (../migrations.ts puts the steps in order).
- */
-export const AUTOMATIONS_WEBHOOKS_STEPS: readonly string[] = [
-  // 2: the schema of SQLite version 4 (automations and their invocations, webhook endpoints, the webhook outbox),
-  // and append_events() writing the outbox: one delivery per webhook event of the batch and subscribed endpoint of
-  // the session's project, in the same statement (and transaction) as the events
-  `
+-- 2: the schema of SQLite version 4 (automations and their invocations, webhook endpoints, the webhook outbox),
+-- and append_events() writing the outbox: one delivery per webhook event of the batch and subscribed endpoint of
+-- the session's project, in the same statement (and transaction) as the events
+
   CREATE TABLE automations (
     rid bigserial PRIMARY KEY,
     id text COLLATE "C" NOT NULL UNIQUE,
@@ -160,5 +155,3 @@ export const AUTOMATIONS_WEBHOOKS_STEPS: readonly string[] = [
     END IF;
   END
   $fn$;
-  `,
-];

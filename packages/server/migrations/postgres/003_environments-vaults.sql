@@ -1,11 +1,5 @@
-/**
- * PostgreSQL migration steps 3 to 5, those of SQLite versions 5 to 7: environments, environment templates, vaults and
- * their credentials; the files of the Files API; schedule times brought to whole Unix seconds. A new step is
- * appended here; released steps are never edited (../migrations.ts puts the steps in order).
- */
-export const RECENT_STEPS: readonly string[] = [
-  // 3: the schema of SQLite version 5 (environments, environment templates, vaults and vault credentials)
-  `
+-- 3: the schema of SQLite version 5 (environments, environment templates, vaults and vault credentials)
+
   CREATE TABLE environments (
     rid bigserial PRIMARY KEY,
     id text COLLATE "C" NOT NULL UNIQUE,
@@ -66,30 +60,3 @@ export const RECENT_STEPS: readonly string[] = [
   );
   CREATE INDEX vault_credentials_vault_created ON vault_credentials (vault_id, created_at, rid);
   CREATE INDEX vault_credentials_server_url ON vault_credentials (server_url) WHERE server_url IS NOT NULL;
-  `,
-  // 4: the schema of SQLite version 6 (files of the Files API)
-  `
-  CREATE TABLE files (
-    rid bigserial PRIMARY KEY,
-    id text COLLATE "C" NOT NULL UNIQUE,
-    project_id text COLLATE "C" NOT NULL,
-    created_at double precision NOT NULL,
-    bytes bigint NOT NULL,
-    filename text NOT NULL,
-    purpose text NOT NULL,
-    expires_at double precision,
-    sha256 text NOT NULL
-  );
-  CREATE INDEX files_project_created ON files (project_id, created_at, rid);
-  CREATE INDEX files_expiry ON files (expires_at) WHERE expires_at IS NOT NULL;
-  `,
-  // 5: SQLite version 7: schedule times brought to whole Unix seconds up to the end of year 9999
-  `
-  UPDATE automations SET run_at = GREATEST(0, LEAST(floor(run_at), 253402300799))
-    WHERE run_at <> floor(run_at) OR run_at < 0 OR run_at > 253402300799;
-  UPDATE automations SET next_run_at = GREATEST(0, LEAST(floor(next_run_at), 253402300799))
-    WHERE next_run_at <> floor(next_run_at) OR next_run_at < 0 OR next_run_at > 253402300799;
-  UPDATE automation_invocations SET scheduled_at = GREATEST(0, LEAST(floor(scheduled_at), 253402300799))
-    WHERE scheduled_at <> floor(scheduled_at) OR scheduled_at < 0 OR scheduled_at > 253402300799;
-  `,
-];

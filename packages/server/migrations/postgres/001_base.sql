@@ -1,11 +1,6 @@
-/**
- * PostgreSQL migration step 1, the first schema: the tables of SQLite version 3, the log counters, the fenced
- * append_events() and the cluster's tables. Released: never edit it (../migrations.ts puts the steps in order).
- */
-export const BASE_STEPS: readonly string[] = [
-  // 1: the schema of SQLite version 3 (projects, API keys, item states, required actions, turn leases), the log
-  // counters, the fenced append_events(), and the cluster's tables (instances, control requests, rollouts)
-  `
+-- 1: the schema of SQLite version 3 (projects, API keys, item states, required actions, turn leases), the log
+-- counters, the fenced append_events(), and the cluster's tables (instances, control requests, rollouts)
+
   CREATE TABLE agents (
     rid bigserial PRIMARY KEY,
     id text COLLATE "C" NOT NULL UNIQUE,
@@ -218,5 +213,3 @@ export const BASE_STEPS: readonly string[] = [
     data bytea NOT NULL,
     PRIMARY KEY (thread_id, start_offset)
   );
-  `,
-];
