@@ -4,7 +4,7 @@
  * Needs a PostgreSQL server (TEST_DATABASE_URL, default the local one): see postgres.ts.
  */
 import pg from "pg";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import type { MigrationStep } from "../../src/store/migration-files.js";
 import {
   MIGRATION_STEPS,
@@ -13,19 +13,11 @@ import {
   PostgresStore,
   SCHEMA_VERSION,
 } from "../../src/store/postgres/index.js";
-import { dropTestDatabase, pgTestUrl } from "../support/postgres.js";
+import { freshDatabases } from "../support/postgres.js";
 import { ids, session } from "./contract.js";
 
-const databases: string[] = [];
 /** A fresh database (dropped at the end of the run). */
-async function freshDatabase(): Promise<string> {
-  const u = await pgTestUrl();
-  databases.push(u);
-  return u;
-}
-afterAll(async () => {
-  for (const u of databases) await dropTestDatabase(u);
-});
+const freshDatabase = freshDatabases();
 
 /** The rows of schema_version, [version, name]. */
 async function recorded(db: pg.Pool | pg.Client): Promise<[number, string | null][]> {

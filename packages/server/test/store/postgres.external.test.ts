@@ -5,10 +5,10 @@
  * Needs a PostgreSQL server (TEST_DATABASE_URL, default the local one): see postgres.ts.
  */
 import pg from "pg";
-import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { PostgresStore } from "../../src/store/postgres/index.js";
 import type { NewEvent } from "../../src/store/types.js";
-import { dropTestDatabase, pgTestUrl } from "../support/postgres.js";
+import { freshDatabases } from "../support/postgres.js";
 import { tcpProxy } from "../support/tcp-proxy.js";
 import {
   delta,
@@ -26,16 +26,8 @@ const TABLES =
   "agents, sessions, turns, items, events, goals, idempotency, api_keys, automations, automation_invocations, " +
   "webhook_endpoints, webhook_deliveries";
 
-const databases: string[] = [];
 /** A fresh database (dropped at the end of the run). */
-async function freshDatabase(): Promise<string> {
-  const u = await pgTestUrl();
-  databases.push(u);
-  return u;
-}
-afterAll(async () => {
-  for (const u of databases) await dropTestDatabase(u);
-});
+const freshDatabase = freshDatabases();
 
 /**
  * The database of this run, created on first use. Every test awaits it, so without a server each test fails with

@@ -5,6 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import pg from "pg";
+import { afterAll } from "vitest";
 
 export const ADMIN_URL = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 
@@ -48,4 +49,17 @@ export async function dropTestDatabase(url: string): Promise<void> {
   const name = nameOf(url);
   if (!name.startsWith("cas_test_")) throw new Error(`refusing to drop ${name}: not a test database`);
   await admin((c) => c.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`));
+}
+
+/** Fresh databases for one test file: each call makes one; all are dropped after the file's tests. */
+export function freshDatabases(): () => Promise<string> {
+  const made: string[] = [];
+  afterAll(async () => {
+    for (const u of made) await dropTestDatabase(u);
+  });
+  return async () => {
+    const u = await pgTestUrl();
+    made.push(u);
+    return u;
+  };
 }
