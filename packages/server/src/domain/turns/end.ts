@@ -85,8 +85,6 @@ export async function recordEnd(
       usage,
       completed_at: turn.completed_at,
     });
-    const session = await tx.getSession(sessionId);
-    if (!session) return;
     const now = clock.now();
     const next = await tx.updateSession(sessionId, {
       // A failed turn does not fail the session: it stays usable; `error` keeps why the last turn failed.
@@ -94,12 +92,14 @@ export async function recordEnd(
       error: status === "failed" ? (error?.message ?? null) : null,
       active_turn_id: null,
       required_actions: [],
-      usage: addUsage(session.usage, usage),
+      // The session's usage as claimed: only a turn's end adds to it, and this turn has held the session since.
+      usage: addUsage(active.session.usage, usage),
       last_active_at: now,
       updated_at: now,
     });
+    if (!next) return;
     log({ type, data: { turn } }, { turn_id: turn.id });
-    if (next) log({ type: "session.status", data: { session: next } }, { turn_id: turn.id });
+    log({ type: "session.status", data: { session: next } }, { turn_id: turn.id });
   });
   let outcomeTurn = turn;
   try {
