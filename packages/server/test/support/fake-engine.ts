@@ -34,7 +34,7 @@ export interface EngineTurn {
   message(text: string): void;
   /** A command starts and prints `output`; it is still running (the script never ends it). */
   startCommand(command: string, output: string): void;
-  /** The model used `tokens` more (input and output alike: what a goal is charged). */
+  /** The model used `tokens` more (input tokens: what a goal is charged). */
   usage(tokens: number): void;
   /** The model marks the goal complete. */
   completeGoal(): void;
@@ -207,12 +207,8 @@ export class FakeEngines implements Engines {
       usage: (tokens) => {
         t.tokens += tokens;
         const breakdown = (n: number) => ({
-          totalTokens: 2 * n,
-          inputTokens: n,
-          cachedInputTokens: 0,
-          cacheWriteInputTokens: 0,
-          outputTokens: n,
-          reasoningOutputTokens: 0,
+          ...{ totalTokens: n, inputTokens: n, cachedInputTokens: 0, cacheWriteInputTokens: 0 },
+          ...{ outputTokens: 0, reasoningOutputTokens: 0 },
         });
         const tokenUsage = { total: breakdown(t.tokens), last: breakdown(tokens), modelContextWindow: null };
         this.emit(t, "thread/tokenUsage/updated", { turnId: id, tokenUsage });
@@ -291,7 +287,8 @@ export class FakeEngines implements Engines {
           throw new InvalidRequestError(`the fake engine does not know ${method}`);
       }
     };
-    await Promise.resolve();
+    // An answer takes a while (a round trip to the engine process).
+    await new Promise<void>((r) => setImmediate(r));
     return answer() as T;
   }
 }
