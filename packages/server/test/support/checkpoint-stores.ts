@@ -1,19 +1,31 @@
 // Checkpoint stores without git, for unit tests of what the checkpoint feature decides: each workspace directory's
 // store is a recording stand-in for the shadow repository (a record makes a checkpoint when the test says the tree
-// changed; prune, repack, marks and destroy are only recorded).
+// changed; prune, repack, marks, restores and destroy are only recorded).
 import { CheckpointStores, type Workspace } from "../../src/features/checkpoints/stores.js";
-import type { CheckpointInfo, RecordOptions, RecordResult } from "../../src/model/checkpoints.js";
+import type {
+  CheckpointInfo,
+  RecordOptions,
+  RecordResult,
+  RestoreOptions,
+  RestoreResult,
+} from "../../src/model/checkpoints.js";
 import type { ShadowRepo } from "../../src/platform/git-store/shadow-repo.js";
 
 type Describe = (first: boolean) => { label: string; meta: Record<string, string> };
 type PruneOptions = Parameters<ShadowRepo["prune"]>[0];
 
 export class RecordingRepo
-  implements Pick<ShadowRepo, "record" | "latest" | "prune" | "repack" | "destroy" | "dropMarks">
+  implements
+    Pick<
+      ShadowRepo,
+      "record" | "latest" | "list" | "get" | "restore" | "prune" | "repack" | "destroy" | "dropMarks"
+    >
 {
   readonly records: Array<{ label: string; meta: Record<string, string>; opts: RecordOptions }> = [];
   readonly prunes: PruneOptions[] = [];
   readonly droppedMarks: string[] = [];
+  readonly restores: Array<{ id: string; opts: RestoreOptions }> = [];
+  readonly checkpoints: CheckpointInfo[] = [];
   repacks = 0;
   destroyed = false;
   head: CheckpointInfo | null = null;
@@ -30,6 +42,12 @@ export class RecordingRepo
     this.records.push({ label, meta, opts });
     const marked = opts.marks ? { marked: Promise.resolve() } : {};
     if (opts.unchanged || !this.changed) return { created: null, head: this.head, ...marked };
+    const created = this.add(label, meta);
+    return { created, head: created, ...marked };
+  }
+
+  /** A checkpoint of the current tree. */
+  add(label: string, meta: Record<string, string>): CheckpointInfo {
     const created: CheckpointInfo = {
       id: String(++this.next).padStart(40, "0"),
       parent: this.head?.id ?? null,
@@ -42,11 +60,33 @@ export class RecordingRepo
       workspace_git: null,
     };
     this.head = created;
-    return { created, head: created, ...marked };
+    this.checkpoints.push(created);
+    return created;
   }
 
   async latest(): Promise<CheckpointInfo | null> {
     return this.head;
+  }
+
+  async list(): Promise<CheckpointInfo[]> {
+    return [...this.checkpoints];
+  }
+
+  async get(id: string): Promise<CheckpointInfo | undefined> {
+    return this.checkpoints.find((c) => c.id === id);
+  }
+
+  /** Restores as the store would: a safety checkpoint of the tree first (when asked), then the restored tree. */
+  async restore(id: string, opts: RestoreOptions = {}): Promise<RestoreResult> {
+    this.restores.push({ id, opts });
+    const changes = [{ path: "a.txt", action: "write" as const }];
+    if (opts.dryRun) return { changes, safety: null, undo: null, restored: null };
+    const safety =
+      opts.forceSafety || this.changed ? this.add("before restore", opts.safetyMeta ?? {}) : null;
+    const undo = (safety ?? this.head)?.id ?? null;
+    await opts.written?.();
+    const restored = this.add("restore", { ...opts.restoredMeta, restored_from: id });
+    return { changes, safety, undo, restored };
   }
 
   async prune(opts: PruneOptions): Promise<number> {
