@@ -33,6 +33,7 @@ export default defineConfig({
       "@codex-agent-api/testkit": src("testkit"),
       "@codex-agent-api/codex": src("codex"),
       "@codex-agent-api/sandbox": src("sandbox"),
+      "@codex-agent-api/egress": src("egress"),
     },
   },
   test: {
