@@ -144,6 +144,11 @@ export interface Queries {
    * active (or the session is gone).
    */
   claimSession(id: string, turnId: string, patch: SessionPatch): Promise<SessionRecord | undefined>;
+  /**
+   * Gives back the claim `turnId` holds (active_turn_id = null, plus `patch`): the session after it, or undefined when
+   * the claim is not held any more (taken over and claimed again meanwhile) or the session is gone.
+   */
+  releaseSession(id: string, turnId: string, patch: SessionPatch): Promise<SessionRecord | undefined>;
   /** Deletes the session and everything that belongs to it (turns, items, events, goal, idempotency). */
   deleteSession(id: string): Promise<boolean>;
   listSessions(opts: SessionListOptions): Promise<Page<SessionRecord>>;
@@ -358,6 +363,7 @@ export const QUERY_ACCESS: { readonly [K in keyof Queries]: "read" | "write" } =
   getSession: "read",
   updateSession: "write",
   claimSession: "write",
+  releaseSession: "write",
   deleteSession: "write",
   listSessions: "read",
   countSessions: "read",

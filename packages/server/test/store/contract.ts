@@ -665,6 +665,27 @@ export function storeContract(
         expect(await store.getSession("nope")).toBeUndefined();
       });
 
+      it("releaseSession gives back only the claim it names, and only while it is held", async () => {
+        await store.insertSession(session("s1"));
+        await store.claimSession("s1", "t_a", { status: "in_progress" });
+        // another claim's id changes nothing
+        expect(await store.releaseSession("s1", "t_other", { status: "idle" })).toBeUndefined();
+        expect((await store.getSession("s1"))?.active_turn_id).toBe("t_a");
+        const released = await store.releaseSession("s1", "t_a", { status: "idle", updated_at: 5000 });
+        expect(released).toMatchObject({
+          active_turn_id: null,
+          status: "idle",
+          updated_at: 5000,
+          lease_epoch: 1,
+        });
+        expect(await store.getSession("s1")).toEqual(released);
+        // released already (or claimed again by a turn): nothing to give back
+        await store.claimSession("s1", "t_b", { status: "in_progress" });
+        expect(await store.releaseSession("s1", "t_a", { status: "idle" })).toBeUndefined();
+        expect((await store.getSession("s1"))?.active_turn_id).toBe("t_b");
+        expect(await store.releaseSession("nope", "t", {})).toBeUndefined();
+      });
+
       it("claimSession inside transactions: two concurrent transactions, one claim", async () => {
         await store.insertSession(session("s1"));
         const claim = (turnId: string) =>

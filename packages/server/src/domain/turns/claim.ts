@@ -66,11 +66,7 @@ export async function claimTurn(
     goal = opts.goal ? await opts.goal(turnId) : null;
   } catch (err) {
     hub.fence(session.id, null);
-    await store.updateSession(session.id, {
-      status: session.status,
-      active_turn_id: null,
-      error: session.error,
-    });
+    await store.releaseSession(session.id, turnId, { status: session.status, error: session.error });
     throw await deletedMeanwhile(err);
   }
   const turn: TurnRecord = {

@@ -46,13 +46,20 @@ export class SessionClaims {
     return claimed;
   }
 
-  /** Releases a restore's claim (a failure is logged: the restore itself is done or failed already). */
-  async release(s: SessionRecord): Promise<void> {
-    const { store, clock } = this.deps;
-    await store
-      .updateSession(s.id, { active_turn_id: null, updated_at: clock.now() })
-      .catch((err: unknown) =>
-        this.deps.logger.error({ session: s.id, err: String(err) }, "could not release a restore's claim"),
-      );
+  /**
+   * Releases a restore's claim, only while it still holds the session: a claim taken over meanwhile (this
+   * instance was thought dead) and given to a turn is left alone. A failure is logged: the restore itself is done
+   * or failed already.
+   */
+  async release(claimed: SessionRecord): Promise<void> {
+    const { store, clock, logger } = this.deps;
+    const lock = claimed.active_turn_id;
+    if (lock === null) return;
+    try {
+      const released = await store.releaseSession(claimed.id, lock, { updated_at: clock.now() });
+      if (!released) logger.warn({ session: claimed.id }, "a restore's claim was taken over before it ended");
+    } catch (err) {
+      logger.error({ session: claimed.id, err: String(err) }, "could not release a restore's claim");
+    }
   }
 }

@@ -82,7 +82,7 @@ export class CheckpointRestore {
     try {
       return await this.restoreClaimed(claimed, repo, target, opts.conversation, outcome);
     } finally {
-      await claims.release(s);
+      await claims.release(claimed);
       housekeeping.scheduleIdle(ws);
     }
   }

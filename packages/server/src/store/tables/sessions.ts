@@ -38,6 +38,7 @@ export type SessionQueries = Pick<
   | "getSession"
   | "updateSession"
   | "claimSession"
+  | "releaseSession"
   | "listSessions"
   | "countSessions"
   | "listIdleSessionsBefore"
@@ -58,6 +59,8 @@ export function sessionQueries(db: SqlDb): SessionQueries {
         { ...patch, active_turn_id: turnId },
         { set: [raw("lease_epoch = lease_epoch + 1")], conds: [sql`active_turn_id IS NULL`] },
       ),
+    releaseSession: (id, turnId, patch) =>
+      sessions.update(id, { ...patch, active_turn_id: null }, { conds: [sql`active_turn_id = ${turnId}`] }),
     listSessions(opts) {
       const conds = [sql`project_id = ${opts.project_id}`];
       if (opts.agent_id !== undefined) conds.push(sql`agent_id = ${opts.agent_id}`);

@@ -206,9 +206,18 @@ describe("a restore's claim on its session", () => {
     );
     expect((await refusal(claims.claimForRestore(s))).code).toBe("session_busy");
     expect(await store.claimSession("s1", "turn_x", {})).toBeUndefined();
-    await claims.release(s);
+    await claims.release(claimed);
     expect((await store.getSession("s1"))?.active_turn_id).toBeNull();
     expect(await store.claimSession("s1", "turn_x", {})).toBeDefined();
+  });
+
+  it("a release after the claim was taken over and given to a turn leaves the turn's claim alone", async () => {
+    const claimed = await claims.claimForRestore(s);
+    // another instance thought this one dead: it freed the session, and a turn claimed it
+    await store.updateSession("s1", { active_turn_id: null });
+    expect(await store.claimSession("s1", "turn_y", {})).toBeDefined();
+    await claims.release(claimed);
+    expect((await store.getSession("s1"))?.active_turn_id).toBe("turn_y");
   });
 
   it("refused while a turn runs here, or by the stored claim anywhere, or while this instance cannot claim", async () => {
