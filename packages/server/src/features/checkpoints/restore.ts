@@ -121,15 +121,24 @@ export class CheckpointRestore {
         await threads.applyConversation(s, plan);
       } catch (err) {
         // The files go back to where they were: a restore happens whole or not at all.
-        if (result.restored && result.undo) {
-          await repo
-            .restore(result.undo, {
-              restoredMeta: sessionMeta(s, { kind: "restore", conv: current }),
-              written: () => handOver(s),
-            })
-            .catch((e: unknown) =>
-              this.deps.logger.error({ session: s.id, err: String(e) }, "could not undo a failed restore"),
-            );
+        const back =
+          result.restored && result.undo
+            ? await repo
+                .restore(result.undo, {
+                  restoredMeta: sessionMeta(s, { kind: "restore", conv: current }),
+                  written: () => handOver(s),
+                })
+                .catch((e: unknown) => {
+                  this.deps.logger.error({ session: s.id, err: String(e) }, "could not undo a failed restore");
+                  return null;
+                })
+            : null;
+        // The checkpoints it made are there all the same (listed, restorable): each says so, like any other.
+        for (const made of [result.safety, result.restored, back?.restored]) {
+          if (!made) continue;
+          await announcer.announce(s, made, null).catch((e: unknown) => {
+            this.deps.logger.error({ session: s.id, err: String(e) }, "could not announce a checkpoint");
+          });
         }
         throw err;
       }

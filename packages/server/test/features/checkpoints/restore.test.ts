@@ -270,5 +270,7 @@ describe("a restore", () => {
     expect(undo?.opts.restoredMeta).toMatchObject({ kind: "restore", conv: "upto:t2" });
     expect((await store.getSession(s.id))?.active_turn_id).toBeNull();
     expect((await store.getSession(s.id))?.thread_id).toBe("thr_1");
+    // Every checkpoint the attempt made is in the store, and each is announced like any other.
+    expect(await announcedLabels()).toEqual(["before restore", "restore", "restore"]);
   });
 });
