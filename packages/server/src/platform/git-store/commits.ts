@@ -16,7 +16,7 @@ import type {
 import { type Git, GitError } from "./git.js";
 import { readWorkspaceGit } from "./workspace-git.js";
 
-const HEAD_REF = "refs/checkpoint-head";
+export const HEAD_REF = "refs/checkpoint-head";
 export const REF_PREFIX = "refs/checkpoints/";
 export const EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 const ZERO_ID = "0".repeat(40);
@@ -163,9 +163,10 @@ export class CheckpointCommits {
     };
     const message = `${singleLine}\n\n${JSON.stringify(stored)}\n`;
     const id = (await this.git.text(["commit-tree", tree], { input: message })).trim();
-    const refs = `create ${REF_PREFIX}${id} ${id}\nupdate ${HEAD_REF} ${id} ${head?.id ?? ZERO_ID}\n`;
+    // HEAD moves along (detached): the scan's status compares the index with it.
+    const refs = `create ${REF_PREFIX}${id} ${id}\nupdate ${HEAD_REF} ${id} ${head?.id ?? ZERO_ID}\nupdate HEAD ${id}\n`;
     try {
-      await this.git.run(["update-ref", "--stdin"], { input: refs });
+      await this.git.run(["update-ref", "--no-deref", "--stdin"], { input: refs });
     } catch (err) {
       this.cachedHead = undefined;
       // Another ShadowRepo on this store moved the head since it was read: the caller may retry.

@@ -25,11 +25,17 @@ export class GitNotFoundError extends Error {
  * Configuration forced on every call, so nothing the agent (or the host) configured can change what the shadow
  * repository stores or run code: no hooks, no fsmonitor, no automatic gc, no line-ending or attribute
  * conversions (info/attributes of the shadow repo unsets them too), no user-level excludes or attributes.
+ *
+ * And what keeps a large tree's scans cheap: the untracked cache, for every untracked file
+ * (`status.showUntrackedFiles=all`: the mode the scan's `git status --untracked-files=all` asks for; a cache kept
+ * for another mode would be dropped): the scan reads again only the directories whose stat data changed (see
+ * shadow-index.ts for the one race git leaves open, and how it is closed).
  */
 export const FORCED_CONFIG = [
   "core.hooksPath=/dev/null",
   "core.fsmonitor=false",
-  "core.untrackedCache=false",
+  "core.untrackedCache=true",
+  "status.showUntrackedFiles=all",
   "core.splitIndex=false",
   "core.sparseCheckout=false",
   "core.quotePath=false",
