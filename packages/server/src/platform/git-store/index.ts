@@ -25,8 +25,8 @@
  *
  * Git hygiene. execFile-style spawns with arguments (no shell); the environment is the server's minus every
  * GIT_* variable, plus GIT_CONFIG_GLOBAL=/dev/null and GIT_CONFIG_NOSYSTEM=1; hooks, fsmonitor, automatic gc,
- * user excludes/attributes and all conversions are off, the untracked cache on (`-c` on every call and the
- * store's info/attributes); every listing is `-z`.
+ * user excludes/attributes and all conversions are off, the untracked cache and the split index on (`-c` on every
+ * call and the store's info/attributes); every listing is `-z`.
  *
  * Scan (scan.ts). One `git status -z --untracked-files=all` lists changed and new files, honouring .gitignore
  * and the exclude list (written to the store's info/exclude): it stats every tracked file (several threads at
@@ -58,7 +58,8 @@
  * transport would run upload-pack through a shell).
  *
  * Speed. A scan is one git process, which stats every tracked file but lists again only the directories that
- * changed (the untracked cache). Only the changed files are hashed (`update-index --stdin`). A scan that changed
+ * changed (the untracked cache); the index it and the steps after it write is small (the split index: only the
+ * entries changed since the shared part). Only the changed files are hashed (`update-index --stdin`). A scan that changed
  * nothing needs no write-tree (the tree the index holds is remembered with the index file's identity, even when
  * the status rewrote it); the excluded listing a new checkpoint records can run alongside the scan. After a large index write the index is refreshed once the clock has left that
  * second, in the background: files written in the index's second are "racily clean", and git would read them

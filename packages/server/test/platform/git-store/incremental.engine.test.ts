@@ -3,6 +3,7 @@ import {
   lstatSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   rmSync,
   statSync,
@@ -19,8 +20,8 @@ import {
   ShadowRepo,
 } from "../../../src/platform/git-store/index.js";
 
-// The scan's incremental paths: one `git status` (untracked cache), only the changed files hashed, the index's mtime
-// kept to the second its status started in, HEAD on the latest checkpoint.
+// The scan's incremental paths: one `git status` (untracked cache, split index), only the changed files hashed, the
+// index's mtime kept to the second its status started in, HEAD on the latest checkpoint.
 
 let base: string;
 let ws: string;
@@ -149,6 +150,8 @@ describe("incremental scans", () => {
     const second = await must(repo.checkpoint("second"));
     expect(storeGit("rev-parse", "HEAD").trim()).toBe(second.id);
     storeGit("fsck", "--no-dangling");
+    // The split index git keeps for the store: a small index naming a shared one.
+    expect(readdirSync(store).filter((name) => name.startsWith("sharedindex."))).toHaveLength(1);
     await repo.close();
     writeFileSync(join(store, "HEAD"), "ref: refs/heads/master\n");
     const reopened = await open();
