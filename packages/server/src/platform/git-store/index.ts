@@ -18,10 +18,11 @@
  *   await repo.diskUsage() / repo.destroy()        // bytes on disk; delete the store on session delete
  *
  * Storage. `git --git-dir=<store> --work-tree=<workspace>`, a bare repository whose own index is the private
- * staging area. A checkpoint is a parentless commit made with write-tree/commit-tree and referenced by
- * `refs/checkpoints/<id>`; `refs/checkpoint-head` names the latest, and the store's HEAD (detached) too. Label, parent, stats, what was left out
- * and the workspace repository's HEAD/branch travel as JSON in the commit message. Parentless commits keep ids
- * stable when older checkpoints are pruned. The workspace's own `.git` is never read by git nor written.
+ * staging area. A checkpoint is a parentless commit of the tree write-tree makes from the index (the commit
+ * object written by this process, objects.ts), referenced by `refs/checkpoints/<id>`; `refs/checkpoint-head`
+ * names the latest, and the store's HEAD (detached) too. Label, parent, stats, what was left out and the
+ * workspace repository's HEAD/branch travel as JSON in the commit message. Parentless commits keep ids stable
+ * when older checkpoints are pruned. The workspace's own `.git` is never read by git nor written.
  *
  * Git hygiene. execFile-style spawns with arguments (no shell); the environment is the server's minus every
  * GIT_* variable, plus GIT_CONFIG_GLOBAL=/dev/null and GIT_CONFIG_NOSYSTEM=1; hooks, fsmonitor, automatic gc,
@@ -59,13 +60,15 @@
  *
  * Speed. A scan is one git process, which stats every tracked file but lists again only the directories that
  * changed (the untracked cache); the index it and the steps after it write is small (the split index: only the
- * entries changed since the shared part). Only the changed files are hashed (`update-index --stdin`). A scan that changed
- * nothing needs no write-tree (the tree the index holds is remembered with the index file's identity, even when
- * the status rewrote it); the excluded listing a new checkpoint records can run alongside the scan. After a large index write the index is refreshed once the clock has left that
- * second, in the background: files written in the index's second are "racily clean", and git would read them
- * again on every scan until the index is rewritten in a later second (after a small write, the next scan does it).
- * What is left is the stat of every tracked file, twice per turn that changes files (before it and after it): at
- * 50k files about 0.1 s of system time each, on the hardware measured.
+ * entries changed since the shared part). Only the changed files are hashed (`update-index --stdin`). A scan
+ * that changed nothing needs no write-tree (the tree the index holds is remembered with the index file's
+ * identity, even when the status rewrote it); the excluded listing a new checkpoint records can run alongside
+ * the scan, its stats alongside write-tree; the commit object needs no git process. After a large index write
+ * the index is refreshed once the clock has left that second, in the background: files written in the index's
+ * second are "racily clean", and git would read them again on every scan until the index is rewritten in a later
+ * second (after a small write, the next scan does it). What is left is the stat of every tracked file, twice per
+ * turn that changes files (before it and after it): at 50k files about 0.1 s of system time each, on the
+ * hardware measured.
  *
  * The service (features/checkpoints/service.ts) attaches all this to sessions and turns: see its header.
  *

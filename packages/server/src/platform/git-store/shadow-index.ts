@@ -157,9 +157,9 @@ export class ShadowIndex {
   }
 
   /**
-   * Makes the work tree and the index `tree` (a restore, a fork): git rewrites only what differs from what the index
-   * holds and deletes only files it holds. Then `written` (a hook that may change owners), after which the index's
-   * stat data are read again.
+   * Makes the work tree and the index `tree` (a restore, a fork): git rewrites only what differs from what the
+   * index holds and deletes only files it holds. Then `written` (a hook that may change owners), after which the
+   * index's stat data are read again.
    */
   async checkOut(tree: string, written: (() => Promise<void>) | undefined): Promise<void> {
     // `--reset` also replaces untracked files that stand where the tree has a file.

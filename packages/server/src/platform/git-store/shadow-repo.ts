@@ -117,7 +117,11 @@ export class ShadowRepo {
       const excluded =
         opts.prefetchExcluded && this.index.scanMs >= PREFETCH_AFTER_MS ? excludedPaths(this.git) : undefined;
       excluded?.catch(() => {});
-      const { skipped } = await this.index.scan();
+      const { skipped, updated } = await this.index.scan();
+      // A scan that changed the index most likely makes a checkpoint: its stats are read alongside write-tree.
+      const base = updated > 0 ? await this.commits.head() : null;
+      const numstat = base ? this.commits.indexNumstat(base.tree) : undefined;
+      numstat?.catch(() => {});
       const tree = await this.index.writeTree();
       this.index.rememberScan(snapshot, tree);
       for (let fresh = false; ; fresh = true) {
@@ -125,8 +129,9 @@ export class ShadowRepo {
         let created: CheckpointInfo | null = null;
         if (!head || head.tree !== tree || opts.force) {
           const { label, meta } = describe(head === null);
+          const stats = head && head.id === base?.id ? numstat : undefined;
           try {
-            created = await this.commits.commit(tree, head, label, meta, skipped, excluded);
+            created = await this.commits.commit(tree, head, label, meta, skipped, excluded, stats);
           } catch (err) {
             if (!(err instanceof StaleHeadError) || fresh) throw err;
             continue;

@@ -21,7 +21,8 @@ import {
 } from "../../../src/platform/git-store/index.js";
 
 // The scan's incremental paths: one `git status` (untracked cache, split index), only the changed files hashed, the
-// index's mtime kept to the second its status started in, HEAD on the latest checkpoint.
+// index's mtime kept to the second its status started in, HEAD on the latest checkpoint, the commit object written
+// without git.
 
 let base: string;
 let ws: string;
@@ -68,7 +69,7 @@ afterEach(async () => {
 });
 
 describe("incremental scans", () => {
-  it("hashes only what changed: a changed, a deleted and a new file, and a same-size rewrite keeping its mtime", async () => {
+  it("hashes only what changed: edited, deleted and new files, a same-size rewrite keeping its mtime", async () => {
     for (let i = 0; i < 120; i++) write(`many/d${i % 6}/f${i}.txt`, `file ${i}\n`);
     write("same-size.txt", "aaaa\n");
     write("gone.txt", "bye\n");
@@ -112,7 +113,7 @@ describe("incremental scans", () => {
     ]);
   });
 
-  it("keeps the index's mtime to the second its scan started in, and later scans still see every change", async () => {
+  it("keeps the index's mtime to the second its scan started in; later scans still see every change", async () => {
     write("sub/a.txt", "a\n");
     write("b.txt", "b\n");
     const repo = await open();
@@ -138,7 +139,7 @@ describe("incremental scans", () => {
     expect(await repo.checkpoint("settled")).toBeNull();
   });
 
-  it("keeps HEAD on the latest checkpoint, and moves it there in a store made when it was on a branch", async () => {
+  it("writes commits git reads as its own, keeps HEAD on the latest, moves it there in an older store", async () => {
     mkdirSync(store);
     storeGit("init", "--bare", "--quiet", "--template=");
     expect(readFileSync(join(store, "HEAD"), "utf8")).toMatch(/^ref: refs\/heads\//);
@@ -147,9 +148,17 @@ describe("incremental scans", () => {
     const first = await must(repo.checkpoint("baseline"));
     expect(readFileSync(join(store, "HEAD"), "utf8")).toBe(`${first.id}\n`);
     write("a.txt", "changed\n");
-    const second = await must(repo.checkpoint("second"));
+    await repo.mark({ "turns/t1/after": null });
+    const second = await must(repo.checkpoint("second, with a\nline break"));
     expect(storeGit("rev-parse", "HEAD").trim()).toBe(second.id);
-    storeGit("fsck", "--no-dangling");
+    // The commit objects this process writes: what commit-tree would write for them, read by git as its own.
+    const commit = storeGit("cat-file", "-p", second.id);
+    expect(commit).not.toMatch(/^parent /m);
+    expect(commit).toMatch(/^author codex-agent-api <checkpoints@localhost> \d+ \+0000$/m);
+    expect(storeGit("show", `${second.id}:a.txt`)).toBe("changed\n");
+    expect(storeGit("log", "-1", "--format=%s", second.id).trim()).toBe("second, with a line break");
+    expect(JSON.parse(storeGit("log", "-1", "--format=%b", first.id)).label).toBe("baseline");
+    storeGit("fsck", "--strict", "--no-dangling");
     // The split index git keeps for the store: a small index naming a shared one.
     expect(readdirSync(store).filter((name) => name.startsWith("sharedindex."))).toHaveLength(1);
     await repo.close();
