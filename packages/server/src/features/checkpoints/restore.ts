@@ -129,7 +129,10 @@ export class CheckpointRestore {
                   written: () => handOver(s),
                 })
                 .catch((e: unknown) => {
-                  this.deps.logger.error({ session: s.id, err: String(e) }, "could not undo a failed restore");
+                  this.deps.logger.error(
+                    { session: s.id, err: String(e) },
+                    "could not undo a failed restore",
+                  );
                   return null;
                 })
             : null;
