@@ -47,11 +47,6 @@ const QUICK_CHECK_MARGIN_MS = 100;
  */
 const refreshDelay = () => 1050 - (Date.now() % 1000);
 /**
- * How much earlier than this host's clock says a status counts as started, for `seal`: file times come from the
- * file system's clock (a network file system's server's), which may run a little behind.
- */
-const SEAL_MARGIN_MS = 250;
-/**
  * The background refresh: a status like the scan's (the same untracked-cache mode), whose output nobody reads;
  * `--short` tells it apart in a trace.
  */
@@ -221,7 +216,7 @@ export class ShadowIndex {
 
   /** Runs a status (see `seal`). */
   private status(args: readonly string[]) {
-    this.statusSecond = Math.floor((Date.now() - SEAL_MARGIN_MS) / 1000);
+    this.statusSecond = Math.floor(Date.now() / 1000);
     return this.git.run(args);
   }
 

@@ -63,10 +63,8 @@ export async function openStore(
     "* -text -eol -ident -filter -working-tree-encoding\n",
   );
   const git = new Git(opts.git, dir, ws);
-  if (!fresh) {
-    await rm(join(dir, "index.lock"), { force: true }); // left by a crash: one owner per store
-    await detachHead(git);
-  }
+  if (!fresh) await detachHead(git);
+  if (!fresh) await rm(join(dir, "index.lock"), { force: true }); // left by a crash: one owner per store
   const names = opts.exclude
     .map((p) => p.replace(/\/$/, ""))
     .filter((p) => p !== "" && !/[/*?[\]!\\]/.test(p) && !p.startsWith("#"));
