@@ -1,6 +1,6 @@
 /**
- * The checkpoints of a store as git holds them, read and written: each one a parentless commit (of the tree the
- * index holds, written by objects.ts) referenced by `refs/checkpoints/<id>`, `refs/checkpoint-head` naming
+ * The checkpoints of a store as git holds them, read and written: each one a parentless commit (made with
+ * commit-tree from the tree the index holds) referenced by `refs/checkpoints/<id>`, `refs/checkpoint-head` naming
  * the latest. What a checkpoint says of itself (label, parent, stats, what was left out, the workspace
  * repository's HEAD) travels as JSON in the commit message. The latest checkpoint is cached (one object owns a
  * store); a head moved by another object is noticed when a commit cannot move it (StaleHeadError).
@@ -14,10 +14,9 @@ import type {
   WorkspaceGitState,
 } from "../../model/checkpoints.js";
 import { type Git, GitError } from "./git.js";
-import { writeCommit } from "./objects.js";
 import { readWorkspaceGit } from "./workspace-git.js";
 
-export const HEAD_REF = "refs/checkpoint-head";
+const HEAD_REF = "refs/checkpoint-head";
 export const REF_PREFIX = "refs/checkpoints/";
 export const EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 const ZERO_ID = "0".repeat(40);
@@ -120,18 +119,9 @@ export class CheckpointCommits {
   }
 
   /**
-   * What the index holds against tree `base`, as `diff-tree --numstat` from `base` to the index's tree would
-   * list it (read alongside write-tree, when a checkpoint is likely: see `commit`).
-   */
-  indexNumstat(base: string): Promise<string[]> {
-    return this.git.lines(["diff-index", "--cached", "-z", "--numstat", "--no-renames", base]);
-  }
-
-  /**
-   * Records `tree` as the checkpoint after `head` (the latest), with its stats against head's tree (`numstat`:
-   * `indexNumstat(head's tree)` already under way, the index holding `tree`), what the scan left out (`scanned`)
-   * and the excluded paths (`excludedListing` when already under way), and makes it the latest. StaleHeadError
-   * when the head ref no longer names `head`.
+   * Records `tree` as the checkpoint after `head` (the latest), with its stats against head's tree, what the scan
+   * left out (`scanned`) and the excluded paths (`excludedListing` when already under way), and makes it the
+   * latest. StaleHeadError when the head ref no longer names `head`.
    */
   async commit(
     tree: string,
@@ -140,12 +130,10 @@ export class CheckpointCommits {
     meta: Record<string, string>,
     scanned: SkippedFile[],
     excludedListing?: Promise<string[]>,
-    numstatListing?: Promise<string[]>,
   ): Promise<CheckpointInfo> {
     const parentTree = head?.tree ?? EMPTY_TREE;
     const [numstat, excluded, workspaceGit] = await Promise.all([
-      numstatListing ??
-        this.git.lines(["diff-tree", "-z", "-r", "--numstat", "--no-renames", parentTree, tree]),
+      this.git.lines(["diff-tree", "-z", "-r", "--numstat", "--no-renames", parentTree, tree]),
       excludedListing ?? excludedPaths(this.git),
       readWorkspaceGit(this.git.workTree),
     ]);
@@ -174,14 +162,10 @@ export class CheckpointCommits {
       workspace_git: workspaceGit,
     };
     const message = `${singleLine}\n\n${JSON.stringify(stored)}\n`;
-    const id = await writeCommit(this.git.gitDir, tree, message);
-    // HEAD moves along (detached): the scan's status compares the index with it.
-    const refs =
-      `create ${REF_PREFIX}${id} ${id}\n` +
-      `update ${HEAD_REF} ${id} ${head?.id ?? ZERO_ID}\n` +
-      `update HEAD ${id}\n`;
+    const id = (await this.git.text(["commit-tree", tree], { input: message })).trim();
+    const refs = `create ${REF_PREFIX}${id} ${id}\nupdate ${HEAD_REF} ${id} ${head?.id ?? ZERO_ID}\n`;
     try {
-      await this.git.run(["update-ref", "--no-deref", "--stdin"], { input: refs });
+      await this.git.run(["update-ref", "--stdin"], { input: refs });
     } catch (err) {
       this.cachedHead = undefined;
       // Another ShadowRepo on this store moved the head since it was read: the caller may retry.

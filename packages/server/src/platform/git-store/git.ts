@@ -25,23 +25,12 @@ export class GitNotFoundError extends Error {
  * Configuration forced on every call, so nothing the agent (or the host) configured can change what the shadow
  * repository stores or run code: no hooks, no fsmonitor, no automatic gc, no line-ending or attribute
  * conversions (info/attributes of the shadow repo unsets them too), no user-level excludes or attributes.
- *
- * And what keeps a large tree's scans cheap. The untracked cache, for every untracked file
- * (`status.showUntrackedFiles=all`: the mode the scan's `git status --untracked-files=all` asks for; a cache kept
- * for another mode would be dropped): the scan reads again only the directories whose stat data changed (see
- * shadow-index.ts for the one race git leaves open, and how it is closed). A split index: a write puts the entries
- * that changed since the shared index (sharedindex.<hash>, rewritten once a fifth of the entries differ) in the
- * small `index` file, instead of rewriting every entry (a scan, an update and write-tree each write the index, a
- * status does every time the untracked cache is on). Shared index files no index names any more go after an hour,
- * not at once: a listing that runs alongside a scan may still be reading the one the scan replaces.
  */
 export const FORCED_CONFIG = [
   "core.hooksPath=/dev/null",
   "core.fsmonitor=false",
-  "core.untrackedCache=true",
-  "status.showUntrackedFiles=all",
-  "core.splitIndex=true",
-  "splitIndex.sharedIndexExpire=1.hour.ago",
+  "core.untrackedCache=false",
+  "core.splitIndex=false",
   "core.sparseCheckout=false",
   "core.quotePath=false",
   "core.autocrlf=false",

@@ -18,21 +18,18 @@
  *   await repo.diskUsage() / repo.destroy()        // bytes on disk; delete the store on session delete
  *
  * Storage. `git --git-dir=<store> --work-tree=<workspace>`, a bare repository whose own index is the private
- * staging area. A checkpoint is a parentless commit of the tree write-tree makes from the index (the commit
- * object written by this process, objects.ts), referenced by `refs/checkpoints/<id>`; `refs/checkpoint-head`
- * names the latest, and the store's HEAD (detached) too. Label, parent, stats, what was left out and the
- * workspace repository's HEAD/branch travel as JSON in the commit message. Parentless commits keep ids stable
- * when older checkpoints are pruned. The workspace's own `.git` is never read by git nor written.
+ * staging area. A checkpoint is a parentless commit made with write-tree/commit-tree and referenced by
+ * `refs/checkpoints/<id>`; `refs/checkpoint-head` names the latest. Label, parent, stats, what was left out
+ * and the workspace repository's HEAD/branch travel as JSON in the commit message. Parentless commits keep ids
+ * stable when older checkpoints are pruned. The workspace's own `.git` is never read by git nor written.
  *
  * Git hygiene. execFile-style spawns with arguments (no shell); the environment is the server's minus every
- * GIT_* variable, plus GIT_CONFIG_GLOBAL=/dev/null and GIT_CONFIG_NOSYSTEM=1; hooks, fsmonitor, automatic gc,
- * user excludes/attributes and all conversions are off, the untracked cache and the split index on (`-c` on every
- * call and the store's info/attributes); every listing is `-z`.
+ * GIT_* variable, plus GIT_CONFIG_GLOBAL=/dev/null and GIT_CONFIG_NOSYSTEM=1; hooks, fsmonitor, untracked
+ * cache, automatic gc, user excludes/attributes and all conversions are off (`-c` on every call and the
+ * store's info/attributes); every listing is `-z`.
  *
- * Scan (scan.ts). One `git status -z --untracked-files=all` lists changed and new files, honouring .gitignore
- * and the exclude list (written to the store's info/exclude): it stats every tracked file (several threads at
- * once) and reads again only the directories whose stat data changed since the untracked cache (kept in the index)
- * was written. Every listed file is lstat'ed first: larger than
+ * Scan (scan.ts). `ls-files -o -m --exclude-standard` lists new and changed files, honouring .gitignore and
+ * the exclude list (written to the store's info/exclude). Every listed file is lstat'ed first: larger than
  * maxFileBytes, unreadable or special files are left out (dropped from the index if they were in it) and
  * recorded in `skipped`, with the excluded paths (`ls-files -o -i --directory`, directories as "dir/").
  * The rest goes to `update-index --add --remove -z --stdin` (a file gone by then is simply dropped); from 64
@@ -58,17 +55,11 @@
  * (alternates) while the tree is written out, then copied into the new store's own pack (no fetch: git's local
  * transport would run upload-pack through a shell).
  *
- * Speed. A scan is one git process, which stats every tracked file but lists again only the directories that
- * changed (the untracked cache); the index it and the steps after it write is small (the split index: only the
- * entries changed since the shared part). Only the changed files are hashed (`update-index --stdin`). A scan
- * that changed nothing needs no write-tree (the tree the index holds is remembered with the index file's
- * identity, even when the status rewrote it); the excluded listing a new checkpoint records can run alongside
- * the scan, its stats alongside write-tree; the commit object needs no git process. After a large index write
- * the index is refreshed once the clock has left that second, in the background: files written in the index's
- * second are "racily clean", and git would read them again on every scan until the index is rewritten in a later
- * second (after a small write, the next scan does it). What is left is the stat of every tracked file, twice per
- * turn that changes files (before it and after it): at 50k files about 0.1 s of system time each, on the
- * hardware measured.
+ * Speed. A scan that changed nothing needs no write-tree (the tree the index holds is remembered with the index
+ * file's identity); a small tree is listed by one git process, a large one by two at once (tracked files stat'ed,
+ * directories walked); the excluded listing a new checkpoint records can run alongside the scan. After every index
+ * write the index is refreshed once the clock has left that second, in the background: files written in the
+ * index's second are "racily clean", and git would read them again on every scan until the index is rewritten.
  *
  * The service (features/checkpoints/service.ts) attaches all this to sessions and turns: see its header.
  *

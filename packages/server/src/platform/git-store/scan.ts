@@ -2,7 +2,7 @@ import { type Dirent, lstatSync, readdirSync, type Stats } from "node:fs";
 import { lstat, readdir } from "node:fs/promises";
 import { basename, join } from "node:path";
 import type { SkippedFile } from "../../model/checkpoints.js";
-import { type Git, GitNotFoundError, joinNul, splitNul } from "./git.js";
+import { type Git, GitNotFoundError, joinNul } from "./git.js";
 
 export interface ScanSettings {
   maxFileBytes: number;
@@ -10,41 +10,22 @@ export interface ScanSettings {
   /** Plain directory names from the exclude list (skipped early when walking nested repositories). */
   excludedNames: ReadonlySet<string>;
   /**
-   * Runs `git <args>` for the listing (STATUS_ARGS: a status, which writes the index): the owner of the index notes
-   * when it started (see ShadowIndex).
+   * List changed and new files with two git processes at once (a large tree: each half of the work takes tens of
+   * milliseconds) rather than one (a small tree: a process costs more than the listing).
    */
-  status: (args: readonly string[]) => Promise<Buffer>;
+  split: boolean;
   beforeIndexUpdate?: (attempt: number, paths: readonly string[]) => void | Promise<void>;
 }
-
-/**
- * The listing of a scan: every tracked file whose stat data differ from the index (stat'ed by several threads at
- * once) and every new file, honouring .gitignore and info/exclude; new files are found through the untracked cache,
- * which reads again only the directories whose stat data changed since it was written. git writes the index back
- * (fresh stat data, the cache; with the cache on, every time). The index is also compared with HEAD, the latest
- * checkpoint (cheap: the trees are the same but for what changed), which gives the first column, ignored here.
- */
-export const STATUS_ARGS = [
-  "status",
-  "--porcelain=v1",
-  "-z",
-  "--untracked-files=all",
-  "--no-renames",
-  "--ignore-submodules=all",
-] as const;
 
 export interface ScanResult {
   /** What was left out (too large, unreadable, unsupported), sorted by path. */
   skipped: SkippedFile[];
-  /**
-   * How many paths the index was given (added, updated or dropped); 0: it still holds the tree it held before the
-   * scan (the status may have rewritten it, with fresh stat data only).
-   */
-  updated: number;
+  /** Whether the index was changed (false: it still holds the tree it held before the scan). */
+  indexChanged: boolean;
 }
 
 /** From this many files to (re)hash on, new blobs go into a pack rather than loose objects. */
-export const BULK_FILES = 64;
+const BULK_FILES = 64;
 
 /** The scan gave up: the tree kept changing under it (or git kept failing). */
 export class ScanError extends Error {
@@ -84,10 +65,23 @@ async function scanOnce(
   recheckIgnored: boolean,
   attempt: number,
 ): Promise<ScanResult> {
-  // What git sees as changed/deleted (tracked) and as new (see STATUS_ARGS). A directory holding its own
-  // repository (and nothing in the index yet) comes back as "dir/": git would store it as a gitlink (or fail
-  // outright when it has no commit), so its files are listed here and added one by one.
-  const { modified, others } = parseStatus(splitNul(await settings.status(STATUS_ARGS)));
+  // What git sees as changed/deleted (tracked) and as new, honouring .gitignore and info/exclude: on a large tree
+  // two processes at once (one stats every index entry, the other walks the directories; each takes about half of
+  // the time), on a small one a single process. A directory holding its own repository (and nothing in the index
+  // yet) comes back as "dir/": git would store it as a gitlink (or fail outright when it has no commit), so its
+  // files are listed here and added one by one.
+  let modified: string[];
+  let others: string[];
+  if (settings.split) {
+    [modified, others] = await Promise.all([
+      git.lines(["ls-files", "-z", "--modified"]),
+      git.lines(["ls-files", "-z", "--others", "--exclude-standard"]),
+    ]);
+  } else {
+    const listed = await git.lines(["ls-files", "-z", "-t", "--others", "--modified", "--exclude-standard"]);
+    others = listed.filter((e) => e.startsWith("? ")).map((e) => e.slice(2));
+    modified = listed.filter((e) => !e.startsWith("? ")).map((e) => e.slice(2));
+  }
   const tracked = new Set<string>(modified);
   const candidates = new Set<string>(modified);
   const nested: string[] = [];
@@ -159,26 +153,8 @@ async function scanOnce(
   }
   return {
     skipped: skipped.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
-    updated: update.length + drop.length,
+    indexChanged: update.length > 0 || drop.length > 0,
   };
-}
-
-/**
- * The records of `git status --porcelain=v1 -z`: "XY path", X the index against HEAD (ignored here), Y the work
- * tree against the index ("M", "T", "D": a tracked file changed, changed type or went), "??" a new file. A rename
- * or copy record (not asked for) carries its source path in the next field.
- */
-export function parseStatus(records: readonly string[]): { modified: string[]; others: string[] } {
-  const modified: string[] = [];
-  const others: string[] = [];
-  for (let i = 0; i < records.length; i++) {
-    const record = records[i] as string;
-    const path = record.slice(3);
-    if (record.startsWith("??")) others.push(path);
-    else if (record[1] !== " " && record[1] !== "!") modified.push(path);
-    if (record[0] === "R" || record[0] === "C") i++;
-  }
-  return { modified, others };
 }
 
 /** Files of a nested repository (never its `.git`), workspace-relative; plain excluded names are not entered. */

@@ -117,11 +117,7 @@ export class ShadowRepo {
       const excluded =
         opts.prefetchExcluded && this.index.scanMs >= PREFETCH_AFTER_MS ? excludedPaths(this.git) : undefined;
       excluded?.catch(() => {});
-      const { skipped, updated } = await this.index.scan();
-      // A scan that changed the index most likely makes a checkpoint: its stats are read alongside write-tree.
-      const base = updated > 0 ? await this.commits.head() : null;
-      const numstat = base ? this.commits.indexNumstat(base.tree) : undefined;
-      numstat?.catch(() => {});
+      const skipped = await this.index.scan();
       const tree = await this.index.writeTree();
       this.index.rememberScan(snapshot, tree);
       for (let fresh = false; ; fresh = true) {
@@ -129,9 +125,8 @@ export class ShadowRepo {
         let created: CheckpointInfo | null = null;
         if (!head || head.tree !== tree || opts.force) {
           const { label, meta } = describe(head === null);
-          const stats = head && head.id === base?.id ? numstat : undefined;
           try {
-            created = await this.commits.commit(tree, head, label, meta, skipped, excluded, stats);
+            created = await this.commits.commit(tree, head, label, meta, skipped, excluded);
           } catch (err) {
             if (!(err instanceof StaleHeadError) || fresh) throw err;
             continue;
@@ -247,7 +242,7 @@ export class ShadowRepo {
   restore(id: string, opts: RestoreOptions = {}): Promise<RestoreResult> {
     return this.exclusive(async () => {
       const target = await this.commits.require(id);
-      const { skipped } = await this.index.scan();
+      const skipped = await this.index.scan();
       const current = await this.index.writeTree();
       const changes = await treeChanges(this.git, current, target.tree);
       await checkRestorable(this.git.workTree, changes);
@@ -268,8 +263,11 @@ export class ShadowRepo {
       }
       if (changes.length === 0) return { changes, safety, undo: before.id, restored: null };
       // The index holds `current` with fresh stat data, so git rewrites only what differs and deletes only
-      // files it holds.
-      await this.index.checkOut(target.tree, opts.written);
+      // files it holds; `--reset` also replaces untracked files that stand where the target has a file.
+      await this.git.run(["read-tree", "-u", "--reset", target.tree]);
+      await this.index.afterWrite(opts.written);
+      await this.index.knowIndex(target.tree);
+      this.index.refreshSoon();
       const written = new Set(changes.filter((c) => c.action === "write").map((c) => c.path));
       const restored = await this.commits.commit(
         target.tree,
@@ -325,7 +323,10 @@ export class ShadowRepo {
       await writeFile(alternates, `${join(sourceGitDir, "objects")}\n`);
       try {
         // An empty index: every file of the tree is written.
-        await this.index.checkOut(source.tree, written);
+        await this.git.run(["read-tree", "-u", "--reset", source.tree]);
+        await this.index.afterWrite(written);
+        await this.index.knowIndex(source.tree);
+        this.index.refreshSoon();
         const checkpoint = await this.commits.commit(source.tree, null, label, meta, []);
         await this.git.run(["repack", "-a", "-d", "-q", "--no-write-bitmap-index"]);
         return checkpoint;

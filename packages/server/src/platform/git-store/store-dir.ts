@@ -2,13 +2,12 @@
  * Opening a checkpoint store's directory for a workspace: the options with their defaults, the checks (the store
  * lies outside the workspace and does not contain it; a directory that is not a store yet must be empty), the bare
  * repository created when missing, and the files of the store git reads on every call (info/exclude,
- * info/attributes), HEAD detached at the latest checkpoint. Nothing of the workspace is read here.
+ * info/attributes). Nothing of the workspace is read here.
  */
 import { lstat, mkdir, readdir, readFile, realpath, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { DEFAULT_EXCLUDES, DEFAULT_MAX_FILE_BYTES } from "../../config/checkpoint-defaults.js";
 import type { CheckpointOptions } from "../../model/checkpoints.js";
-import { HEAD_REF } from "./commits.js";
 import { Git, runGit } from "./git.js";
 
 export interface OpenedStore {
@@ -62,24 +61,11 @@ export async function openStore(
     join(dir, "info", "attributes"),
     "* -text -eol -ident -filter -working-tree-encoding\n",
   );
-  const git = new Git(opts.git, dir, ws);
-  if (!fresh) await detachHead(git);
   if (!fresh) await rm(join(dir, "index.lock"), { force: true }); // left by a crash: one owner per store
   const names = opts.exclude
     .map((p) => p.replace(/\/$/, ""))
     .filter((p) => p !== "" && !/[/*?[\]!\\]/.test(p) && !p.startsWith("#"));
-  return { git, opts, excludedNames: new Set(names), fresh };
-}
-
-/**
- * HEAD names the latest checkpoint (detached: every checkpoint moves it with the head ref), which the scan's
- * `git status` compares the index with. A store made before that has HEAD on an unborn branch: it is moved now.
- */
-async function detachHead(git: Git): Promise<void> {
-  if (!(await readFile(join(git.gitDir, "HEAD"), "utf8")).startsWith("ref:")) return;
-  const found = await git.run(["rev-parse", "--verify", "--quiet", `${HEAD_REF}^{commit}`], { okCodes: [1] });
-  const id = found.stdout.toString("utf8").trim();
-  if (found.exitCode === 0 && id) await git.run(["update-ref", "--no-deref", "HEAD", id]);
+  return { git: new Git(opts.git, dir, ws), opts, excludedNames: new Set(names), fresh };
 }
 
 function within(child: string, parent: string): boolean {

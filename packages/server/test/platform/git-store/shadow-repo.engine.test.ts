@@ -249,9 +249,8 @@ describe("checkpoints", () => {
   });
 
   it("an unchanged small tree is confirmed without starting git; changes right after a scan are all found", async () => {
-    // git through a wrapper that logs its arguments: a scan starts with `git status --porcelain` (other runs, like
-    // the index refresh, a `git status --short` a little after a large scan, happen in the background and are not
-    // counted).
+    // git through a wrapper that logs its arguments: a scan starts with `git ls-files` (other runs, like the
+    // index refresh a little after a scan, happen in the background and are not counted).
     const calls = join(base, "git-calls");
     const wrapper = join(base, "git-counting");
     writeFileSync(wrapper, `#!/bin/sh\necho "$*" >> "${calls}"\nexec git "$@"\n`, { mode: 0o755 });
@@ -259,7 +258,7 @@ describe("checkpoints", () => {
       existsSync(calls)
         ? readFileSync(calls, "utf8")
             .split("\n")
-            .filter((l) => l.split(" ").includes("--porcelain=v1")).length
+            .filter((l) => l.split(" ").includes("ls-files")).length
         : 0;
     write("a.txt", "alpha\n");
     write("deep/er/b.txt", "bravo\n");
