@@ -115,7 +115,6 @@ export const jsonOrNull = (v: unknown): string | null => (v === null || v === un
 
 /** PostgreSQL's side of the SQL written once (store/sql/): `$n` placeholders, jsonb, native booleans. */
 export const POSTGRES: SqlDialect = {
-  name: "postgres",
   placeholder: (n, kind) => (kind === "json" || kind === "json?" ? `$${n}::jsonb` : `$${n}`),
   encode(p) {
     if (p.kind === "bool") return p.value === true;

@@ -5,7 +5,6 @@
 import { type ParamKind, type Sql, Typed } from "./query.js";
 
 export interface SqlDialect {
-  readonly name: "sqlite" | "postgres";
   /** The placeholder of the n-th parameter (from 1), with the cast a typed one needs on this backend. */
   placeholder(n: number, kind: ParamKind | undefined): string;
   /** A typed value as the parameter the backend stores. */

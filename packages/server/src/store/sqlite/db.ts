@@ -68,7 +68,6 @@ export const parse = <T>(s: string): T => JSON.parse(s) as T;
 
 /** SQLite's side of the SQL written once (store/sql/): `?` placeholders, JSON as text, booleans as 0/1. */
 export const SQLITE: SqlDialect = {
-  name: "sqlite",
   placeholder: () => "?",
   encode(p) {
     if (p.kind === "bool") return p.value ? 1 : 0;
