@@ -23,10 +23,14 @@ const KEEP_ATTEMPTS = 10;
 const FIRST_RETRY_SECONDS = 30;
 const MAX_RETRY_SECONDS = 6 * 3600;
 
-/** The delay before attempt n + 1 after n failed ones: 30 s × 4^(n−1), at most 6 h, ±25 % jitter. */
+/**
+ * The delay before attempt n + 1 after n failed ones: 30 s × 4^(n−1), at most 6 h, ±25 % jitter, in whole seconds
+ * (times are stored as whole seconds: a fractional delay would be cut, and 22.5 s would become 22, below −25 %).
+ * Rounding to the nearest second keeps it inside the ±25 % bounds, whose ends are whole or half seconds.
+ */
 export function retryDelay(failedAttempts: number, random = Math.random): number {
   const base = Math.min(MAX_RETRY_SECONDS, FIRST_RETRY_SECONDS * 4 ** Math.max(0, failedAttempts - 1));
-  return base * (0.75 + 0.5 * random());
+  return Math.round(base * (0.75 + 0.5 * random()));
 }
 
 export interface WebhookDelivererDeps {

@@ -283,8 +283,10 @@ describe("the retry schedule", () => {
     expect([1, 2, 3, 4, 5, 6, 7, 20].map((n) => retryDelay(n, mid))).toEqual([
       30, 120, 480, 1920, 7680, 21600, 21600, 21600,
     ]);
-    expect(retryDelay(1, () => 0)).toBe(22.5);
-    expect(retryDelay(1, () => 0.999999)).toBeLessThan(37.5);
+    // Whole seconds, inside the bounds even at their ends (22.5 s is not cut to 22).
+    expect(retryDelay(1, () => 0)).toBe(23);
+    expect(retryDelay(1, () => 0.999999)).toBe(37);
+    for (const r of [0, 0.1, 0.37, 0.5, 0.77, 0.999999]) expect(Number.isInteger(retryDelay(3, () => r))).toBe(true);
     expect(retryDelay(30, () => 0.999999)).toBeLessThan(6 * 3600 * 1.25);
   });
 });
