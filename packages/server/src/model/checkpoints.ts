@@ -25,6 +25,16 @@ export interface CheckpointOptions {
   git: string;
   /** Unix seconds (fractional); the service's Clock fits. Default Date.now()/1000. */
   now: () => number;
+  /**
+   * Watch a large work tree between scans (inotify), so that a scan lists only what changed. Default true; off
+   * for a workspace that other machines change (a network filesystem: inotify sees only this machine's writes).
+   */
+  watch: boolean;
+  /**
+   * For tests: watch every tree whose full scan took at least this long (ms), however small. Default: only trees
+   * too large for the quick check (over 1500 entries) whose full scan took 25 ms or more.
+   */
+  watchAfterMs?: number;
   /** For tests: called once per scan attempt, after the tree was listed and before the index is updated. */
   beforeIndexUpdate?: (attempt: number, paths: readonly string[]) => void | Promise<void>;
 }

@@ -65,6 +65,22 @@ export const checkpoints = table("checkpoints", {
     ...(get(noDefaultExcludes) ? [] : DEFAULT_EXCLUDES),
     ...get(extraExcludes),
   ]),
+  /**
+   * Whether a large workspace is watched between scans (inotify), so that a turn's checkpoint lists only what
+   * changed; off for a workspace other machines write to (a network filesystem).
+   */
+  watch: value({
+    flag: "checkpoint-watch",
+    arg: "<on|off>",
+    env: "AGENT_CHECKPOINT_WATCH",
+    schema: onOff,
+    default: true,
+    blank: "value",
+    help: [
+      "watch large workspaces between checkpoints, so a turn's checkpoint lists only what changed;",
+      "off for a workspace other machines write to (AGENT_CHECKPOINT_WATCH, default on)",
+    ],
+  }),
   /** Checkpoints kept per store (the newest; 0 = no limit). */
   keep: value({
     flag: "checkpoint-keep",

@@ -88,6 +88,7 @@ export class CheckpointStores {
       maxFileBytes: config.checkpoints.maxFileBytes,
       exclude: [...config.checkpoints.exclude, ...(root ? ["/sess_*/"] : [])],
       now: () => clock.now(),
+      watch: config.checkpoints.watch,
     };
   }
 

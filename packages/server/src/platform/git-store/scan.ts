@@ -14,6 +14,11 @@ export interface ScanSettings {
    * milliseconds) rather than one (a small tree: a process costs more than the listing).
    */
   split: boolean;
+  /**
+   * List only these workspace-relative paths and what lies under them (what a watch saw change since the last
+   * scan) instead of the whole tree: one git process, whatever the size of the tree.
+   */
+  only?: readonly string[];
   beforeIndexUpdate?: (attempt: number, paths: readonly string[]) => void | Promise<void>;
 }
 
@@ -72,7 +77,15 @@ async function scanOnce(
   // files are listed here and added one by one.
   let modified: string[];
   let others: string[];
-  if (settings.split) {
+  if (settings.only) {
+    // A few paths: `ls-files --modified` would stat every index entry whatever the pathspec; diff-files stats
+    // only the entries it names.
+    const specs = literalPathspecs(settings.only);
+    [modified, others] = await Promise.all([
+      git.lines(["diff-files", "--name-only", "-z", "--no-renames", ...specs]),
+      git.lines(["ls-files", "-z", "--others", "--exclude-standard", ...specs]),
+    ]);
+  } else if (settings.split) {
     [modified, others] = await Promise.all([
       git.lines(["ls-files", "-z", "--modified"]),
       git.lines(["ls-files", "-z", "--others", "--exclude-standard"]),
@@ -155,6 +168,11 @@ async function scanOnce(
     skipped: skipped.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
     indexChanged: update.length > 0 || drop.length > 0,
   };
+}
+
+/** `-- :(literal)a :(literal)b/c…` for a listing limited to `paths` (none: the whole tree). */
+export function literalPathspecs(paths: readonly string[] | undefined): string[] {
+  return paths ? ["--", ...paths.map((p) => `:(literal)${p}`)] : [];
 }
 
 /** Files of a nested repository (never its `.git`), workspace-relative; plain excluded names are not entered. */

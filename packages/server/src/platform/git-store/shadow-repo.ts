@@ -22,7 +22,6 @@ import {
   CheckpointCommits,
   EMPTY_TREE,
   type Entry,
-  excludedPaths,
   ID,
   REF_PREFIX,
   StaleHeadError,
@@ -37,9 +36,6 @@ import { ShadowIndex } from "./shadow-index.js";
 import { openStore } from "./store-dir.js";
 
 export { diskUsageOf } from "./disk-usage.js";
-
-/** A scan slower than this (a large tree) lists excluded paths alongside the next scan when asked to. */
-const PREFETCH_AFTER_MS = 25;
 
 /** Workspace checkpoints in a shadow git repository; see index.ts for the whole story. */
 export class ShadowRepo {
@@ -63,6 +59,11 @@ export class ShadowRepo {
 
   get workspace(): string {
     return this.git.workTree;
+  }
+
+  /** Whether a watch covers the workspace (a large tree, once scanned): scans list only what changed. */
+  get watched(): boolean {
+    return this.index.watched;
   }
 
   /** Opens the store at `gitDir` (created when missing; it must lie outside the workspace) for `workspace`. */
@@ -113,11 +114,8 @@ export class ShadowRepo {
       // Walked before the scan: anything that changes meanwhile differs from it later, and is scanned again then.
       const snapshot = this.index.snapshot();
       // On a large tree the listing of excluded paths (needed only when a checkpoint is written) takes as long as
-      // the scan: when a change is likely, it runs alongside the scan.
-      const excluded =
-        opts.prefetchExcluded && this.index.scanMs >= PREFETCH_AFTER_MS ? excludedPaths(this.git) : undefined;
-      excluded?.catch(() => {});
-      const skipped = await this.index.scan();
+      // a full scan: when a change is likely, it runs alongside the scan.
+      const skipped = await this.index.scan(opts.prefetchExcluded);
       const tree = await this.index.writeTree();
       this.index.rememberScan(snapshot, tree);
       for (let fresh = false; ; fresh = true) {
@@ -126,7 +124,7 @@ export class ShadowRepo {
         if (!head || head.tree !== tree || opts.force) {
           const { label, meta } = describe(head === null);
           try {
-            created = await this.commits.commit(tree, head, label, meta, skipped, excluded);
+            created = await this.commits.commit(tree, head, label, meta, skipped, this.index.excludedPaths());
           } catch (err) {
             if (!(err instanceof StaleHeadError) || fresh) throw err;
             continue;
@@ -258,6 +256,7 @@ export class ShadowRepo {
           "before restore",
           { restore_of: id, ...opts.safetyMeta },
           skipped,
+          this.index.excludedPaths(),
         );
         before = (await this.commits.entry(safety.id)) as Entry;
       }
@@ -265,6 +264,7 @@ export class ShadowRepo {
       // The index holds `current` with fresh stat data, so git rewrites only what differs and deletes only
       // files it holds; `--reset` also replaces untracked files that stand where the target has a file.
       await this.git.run(["read-tree", "-u", "--reset", target.tree]);
+      this.index.rewritten();
       await this.index.afterWrite(opts.written);
       await this.index.knowIndex(target.tree);
       this.index.refreshSoon();
@@ -324,6 +324,7 @@ export class ShadowRepo {
       try {
         // An empty index: every file of the tree is written.
         await this.git.run(["read-tree", "-u", "--reset", source.tree]);
+        this.index.rewritten();
         await this.index.afterWrite(written);
         await this.index.knowIndex(source.tree);
         this.index.refreshSoon();

@@ -31,6 +31,8 @@ export async function openStore(
     retries: options.retries ?? 3,
     git: options.git ?? "git",
     now: options.now ?? (() => Date.now() / 1000),
+    watch: options.watch ?? true,
+    watchAfterMs: options.watchAfterMs,
     beforeIndexUpdate: options.beforeIndexUpdate,
   };
   for (const pattern of opts.exclude) {

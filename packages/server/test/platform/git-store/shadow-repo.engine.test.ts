@@ -310,6 +310,109 @@ describe("checkpoints", () => {
     expect(runs()).toBeGreaterThan(large);
   });
 
+  it("a watched tree records what a full scan records, listing only what changed (or nothing)", async () => {
+    const calls = join(base, "git-calls");
+    const wrapper = join(base, "git-logging");
+    writeFileSync(wrapper, `#!/bin/sh\necho "$*" >> "${calls}"\nexec git "$@"\n`, { mode: 0o755 });
+    // Each git command without the store's own options (`-c …` and the directories).
+    const logged = () =>
+      existsSync(calls)
+        ? readFileSync(calls, "utf8")
+            .split("\n")
+            .filter(Boolean)
+            .map((l) => l.replace(/^.* -c user\.email=\S+ /, ""))
+        : [];
+    write(".gitignore", "*.log\n");
+    write("a/b/f.txt", "one\n");
+    write("a/g.txt", "g\n");
+    write("top.txt", "top\n");
+    write("node_modules/pkg/index.js", "x\n");
+    const limits = { maxFileBytes: 1000 };
+    // The same workspace, two stores: one watched (however small the tree), one scanned in full every time.
+    const watched = await ShadowRepo.open(join(base, "store-w"), ws, {
+      ...limits,
+      git: wrapper,
+      watchAfterMs: 0,
+    });
+    const full = await ShadowRepo.open(join(base, "store-f"), ws, { ...limits, watch: false });
+    opened.push(watched, full);
+    const headTree = (dir: string) =>
+      execFileSync("git", [`--git-dir=${dir}`, "rev-parse", "refs/checkpoint-head^{tree}"], {
+        env: cleanEnv(),
+        encoding: "utf8",
+      }).trim();
+    const both = async (label: string) => {
+      const [w, f] = [
+        await watched.record(() => ({ label, meta: {} })),
+        await full.record(() => ({ label, meta: {} })),
+      ];
+      expect(headTree(join(base, "store-w")), label).toBe(headTree(join(base, "store-f")));
+      expect(w.head?.skipped, label).toEqual(f.head?.skipped);
+      expect(w.head?.stats, label).toEqual(f.head?.stats);
+      return w;
+    };
+    await both("baseline");
+    await waitFor(() => watched.watched || null, 10_000, "the watch");
+    await both("armed: the first scan after the watch started is a full one");
+    const steps: Array<[string, () => void]> = [
+      ["content", () => write("a/b/f.txt", "two\n")],
+      [
+        "new and deleted files",
+        () => {
+          write("a/n.txt", "n\n");
+          rmSync(join(ws, "top.txt"));
+        },
+      ],
+      [
+        "a new directory tree",
+        () => {
+          write("c/d/e/x.txt", "x\n");
+          write("c/y.txt", "y\n");
+        },
+      ],
+      ["a file in it", () => write("c/d/e/z.txt", "z\n")],
+      ["a directory renamed", () => renameSync(join(ws, "c"), join(ws, "c2"))],
+      ["a change under its new name", () => write("c2/d/e/x.txt", "x2\n")],
+      ["a directory deleted", () => rmSync(join(ws, "c2"), { recursive: true })],
+      ["a mode", () => chmodSync(join(ws, "a/b/f.txt"), 0o755)],
+      ["a symlink", () => symlinkSync("b/f.txt", join(ws, "a/link"))],
+      [
+        "a file that became a directory",
+        () => {
+          rmSync(join(ws, "a/n.txt"));
+          write("a/n.txt/inner.txt", "i\n");
+        },
+      ],
+      ["an ignored file", () => write("a/debug.log", "log\n")],
+      ["an excluded directory's file", () => write("node_modules/pkg/other.js", "y\n")],
+      ["a file too large", () => write("a/big.bin", Buffer.alloc(5000, 1))],
+      ["and small again", () => write("a/big.bin", "small\n")],
+      ["a new .gitignore rule", () => write("a/.gitignore", "b/\n")],
+    ];
+    for (const [label, change] of steps) {
+      change();
+      const before = logged().length;
+      await both(label);
+      const ran = logged().slice(before);
+      // Only `.gitignore` changes need the whole tree listed again.
+      const fullListing = ran.some(
+        (l) =>
+          /^ls-files -z (-t --others --modified|--modified|--others --exclude-standard)( |$)/.test(l) &&
+          !l.includes(" -- "),
+      );
+      expect(fullListing, `${label}: ${ran.join(" | ")}`).toBe(label === "a new .gitignore rule");
+    }
+    // Nothing changed: no git at all.
+    await both("settled");
+    const quiet = logged().length;
+    expect(await watched.checkpoint("quiet")).toBeNull();
+    expect(
+      logged()
+        .slice(quiet)
+        .filter((l) => !l.includes("update-index -q --refresh")),
+    ).toEqual([]);
+  });
+
   it("restores the earlier tree exactly, leaves unchanged files alone, and can be undone", async () => {
     write("same.txt", "never changes\n");
     write("deep/same-too.txt", "neither\n");
