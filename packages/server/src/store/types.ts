@@ -169,6 +169,15 @@ export interface Queries {
   /** Items of a turn still `started`: marks them `incomplete` with `status` set on their data; returns them. */
   closeOpenItems(sessionId: string, turnId: string, status: string): Promise<ItemRecord[]>;
   /**
+   * A turn's end in one step: its open items closed as `closeOpenItems` does (with `itemStatus`), the turn and the
+   * session patched. The closed items, in order, and the session as patched (undefined: no such session).
+   */
+  closeTurn(
+    sessionId: string,
+    turnId: string,
+    end: { itemStatus: string; turn: TurnPatch; session: SessionPatch },
+  ): Promise<{ closed: ItemRecord[]; session: SessionRecord | undefined }>;
+  /**
    * Copies the items of these turns of one session (its own turns, not its subagents'; with `through_ordinal`, only
    * those at or before it), in their order, after the other session's items, and those turns (unless it has them),
    * as they are; no event is logged. Returns how many items were copied (a fork's history: features/checkpoints/service.ts).
@@ -375,6 +384,7 @@ export const QUERY_ACCESS: { readonly [K in keyof Queries]: "read" | "write" } =
   listTurns: "read",
   listItems: "read",
   closeOpenItems: "write",
+  closeTurn: "write",
   copyHistory: "write",
   appendEvents: "write",
   readEvents: "read",

@@ -969,6 +969,57 @@ export function storeContract(
         expect(await store.closeOpenItems("nope", "t1", "failed")).toEqual([]);
       });
 
+      it("closeTurn closes the turn's open items and patches the turn and the session, in one step", async () => {
+        await store.insertTurn(turn("s1", "t1", 1));
+        await store.insertTurn(turn("s1", "t2", 2));
+        await store.appendEvents("s1", [
+          startItem("t1", threadItem("i1")), // 0
+          startItem("t2", threadItem("j1")), // 1
+          startItem("t1", threadItem("i2")), // 2
+        ]);
+        const usage = {
+          input_tokens: 3,
+          cached_input_tokens: 0,
+          output_tokens: 4,
+          reasoning_output_tokens: 0,
+          total_tokens: 7,
+        };
+        const end = await store.closeTurn("s1", "t1", {
+          itemStatus: "failed",
+          turn: { status: "failed", error: { code: "x", message: "why" }, completed_at: 1500 },
+          session: { status: "idle", error: "why", active_turn_id: null, usage, updated_at: 1501 },
+        });
+        expect(end.closed.map((i) => [i.ordinal, i.id, i.state])).toEqual([
+          [0, "i1", "incomplete"],
+          [2, "i2", "incomplete"],
+        ]);
+        expect(end.closed[0]).toEqual(await item("s1", 0));
+        expect(end.closed[1]!.data).toEqual({ ...threadItem("i2"), status: "failed" });
+        expect(await item("s1", 1)).toMatchObject({ state: "started" });
+        // The session as stored, with every field as getSession gives it.
+        expect(end.session).toEqual(await store.getSession("s1"));
+        expect(end.session).toMatchObject({ status: "idle", error: "why", usage, updated_at: 1501 });
+        expect(await store.getTurn("s1", "t1")).toMatchObject({
+          status: "failed",
+          error: { code: "x", message: "why" },
+          completed_at: 1500,
+        });
+        expect(await store.getTurn("s1", "t2")).toEqual(turn("s1", "t2", 2));
+        // Nothing left open; a session that is not there.
+        const again = await store.closeTurn("s1", "t1", {
+          itemStatus: "failed",
+          turn: { status: "failed" },
+          session: { status: "idle" },
+        });
+        expect(again.closed).toEqual([]);
+        const none = await store.closeTurn("nope", "t1", {
+          itemStatus: "failed",
+          turn: { status: "failed" },
+          session: { status: "idle" },
+        });
+        expect(none).toEqual({ closed: [], session: undefined });
+      });
+
       it("root_only leaves out the items of the session's subagents' turns", async () => {
         await store.insertTurn(turn("s1", "t1", 1));
         await store.insertTurn(turn("s1", "sub1", 2, { subagent_id: "subagent_a" }));

@@ -236,7 +236,9 @@ export function sessionRoutes(app: App, ops: Application): void {
             case "agent.session.input.message": {
               const input = officialInput(ev.input, `events[${i}].input`);
               const goal = parseGoalOption((ev as { goal?: unknown }).goal, `events[${i}].goal`);
-              await sessions.send(await sessions.get(req.scope, s.id), input, { whileBusy: "steer", goal });
+              // The session as read just now for the first event; after an earlier event, as that one left it.
+              const current = i === 0 ? s : await sessions.get(req.scope, s.id);
+              await sessions.send(current, input, { whileBusy: "steer", goal });
               break;
             }
             case "agent.session.input.cancel":

@@ -69,8 +69,24 @@ export async function recordEnd(
         );
       }
     }
+    const now = clock.now();
+    const { closed, session: next } = await tx.closeTurn(sessionId, turn.id, {
+      itemStatus: "failed",
+      turn: { status, error, usage, completed_at: turn.completed_at },
+      session: {
+        // A failed turn does not fail the session: it stays usable; `error` keeps why the last turn failed.
+        status: "idle",
+        error: status === "failed" ? (error?.message ?? null) : null,
+        active_turn_id: null,
+        required_actions: [],
+        // The session's usage as claimed: only a turn's end adds to it, and this turn has held the session since.
+        usage: addUsage(active.session.usage, usage),
+        last_active_at: now,
+        updated_at: now,
+      },
+    });
     // Items the turn started but never finished (interrupted, failed) stay visible, marked incomplete.
-    for (const item of await tx.closeOpenItems(sessionId, turn.id, "failed")) {
+    for (const item of closed) {
       log(
         {
           type: "item.completed",
@@ -79,24 +95,6 @@ export async function recordEnd(
         { turn_id: turn.id },
       );
     }
-    await tx.updateTurn(sessionId, turn.id, {
-      status,
-      error,
-      usage,
-      completed_at: turn.completed_at,
-    });
-    const now = clock.now();
-    const next = await tx.updateSession(sessionId, {
-      // A failed turn does not fail the session: it stays usable; `error` keeps why the last turn failed.
-      status: "idle",
-      error: status === "failed" ? (error?.message ?? null) : null,
-      active_turn_id: null,
-      required_actions: [],
-      // The session's usage as claimed: only a turn's end adds to it, and this turn has held the session since.
-      usage: addUsage(active.session.usage, usage),
-      last_active_at: now,
-      updated_at: now,
-    });
     if (!next) return;
     log({ type, data: { turn } }, { turn_id: turn.id });
     log({ type: "session.status", data: { session: next } }, { turn_id: turn.id });

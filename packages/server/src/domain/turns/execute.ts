@@ -63,6 +63,16 @@ export class TurnExecutor {
     let failure: TurnError | null = null;
     let release: (() => void) | null = null;
     let threadId: string | null = null;
+    /** The rollout being shared (started as soon as the engine turn ended, or at the end). */
+    let saving: Promise<boolean> | null = null;
+    const save = (id: string) =>
+      rollouts.save(id).then(
+        () => true,
+        (err: unknown) => {
+          logger.error({ session: session.id, err: String(err) }, "could not store the thread's rollout");
+          return false;
+        },
+      );
     try {
       const reason = missingModelReason(config);
       if (reason) throw new ConfigurationError(reason);
@@ -99,6 +109,8 @@ export class TurnExecutor {
       if (active.stop) await engineTurn.interrupt().catch(() => {});
       for await (const event of engineTurn.stream()) active.recorder.record(event);
       result = await engineTurn.run();
+      // The engine has written the turn to the rollout: it is shared while the turn's hooks run.
+      if (!active.goal && threadId) saving = save(threadId);
       await features.run("afterEngineTurn", active.session, active.turn);
     } catch (err) {
       failure = describeFailure(err);
@@ -121,13 +133,11 @@ export class TurnExecutor {
       }
       // Before the session is idle again (another instance may claim the next turn): share the rollout.
       if (threadId) {
-        const saved = await rollouts.save(threadId).then(
-          () => true,
-          (err: unknown) => {
-            logger.error({ session: session.id, err: String(err) }, "could not store the thread's rollout");
-            return false;
-          },
-        );
+        // A stop may have made the engine write more since: saved again, after the first (saves must not overlap).
+        const id = threadId;
+        const saved = await (saving && !active.stop
+          ? saving
+          : (saving ?? Promise.resolve(true)).then(() => save(id)));
         this.ranHere.delete(session.id);
         if (saved) this.ranHere.set(session.id, session.lease_epoch);
         if (this.ranHere.size > 10_000) this.ranHere.delete(this.ranHere.keys().next().value!);

@@ -21,6 +21,7 @@ import { itemQueries } from "./items.js";
 import { revokeKey } from "./keys.js";
 import { type Migrated, migrate } from "./migrate.js";
 import { deleteSession } from "./sessions.js";
+import { closeTurn } from "./turn-end.js";
 
 export {
   MIGRATION_LOCK_KEY,
@@ -55,6 +56,7 @@ function queries(db: PgDb): Queries {
     ...eventQueries(db),
     deleteSession: deleteSession(db),
     updateEnvironment: updateEnvironment(db),
+    closeTurn: closeTurn(db),
   };
   return { ...sharedQueries(sqlDb(db), POSTGRES_CLAIMS), ...own, revokeKey: revokeKey(db) };
 }

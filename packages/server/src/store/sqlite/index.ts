@@ -10,7 +10,7 @@ import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { AsyncLock } from "../../kernel/lock.js";
-import { type BackendQueries, sharedQueries } from "../tables/index.js";
+import { type BackendQueries, closeTurnInSteps, sharedQueries } from "../tables/index.js";
 import { QUERY_ACCESS, type Queries, type Store } from "../types.js";
 import { SQLITE_CLAIMS } from "./claims.js";
 import { Counters } from "./counters.js";
@@ -58,6 +58,7 @@ function compose(raw: Database.Database, file: string): SqliteStore {
     ...eventQueries(db, counters),
     deleteSession: deleteSession(db, counters),
     updateEnvironment: updateEnvironment(db),
+    closeTurn: (...args) => closeTurnInSteps(inner)(...args),
   };
   /** The operations as they run inside a transaction (no lock: the transaction holds it). */
   const inner: Queries = { ...sharedQueries(sqlDb(db), SQLITE_CLAIMS), ...own };

@@ -37,5 +37,16 @@ export function sharedQueries(db: SqlDb, claims: ClaimStatements) {
   };
 }
 
+/** `closeTurn` as its three steps, one after the other (SQLite: each step is a few microseconds). */
+export function closeTurnInSteps(
+  q: Pick<Queries, "closeOpenItems" | "updateTurn" | "updateSession">,
+): Queries["closeTurn"] {
+  return async (sessionId, turnId, end) => {
+    const closed = await q.closeOpenItems(sessionId, turnId, end.itemStatus);
+    await q.updateTurn(sessionId, turnId, end.turn);
+    return { closed, session: await q.updateSession(sessionId, end.session) };
+  };
+}
+
 /** The operations each backend writes itself. */
 export type BackendQueries = Omit<Queries, keyof ReturnType<typeof sharedQueries>>;

@@ -14,12 +14,25 @@ function failingOnce(): { store: Store; arm: () => void; failed: () => number } 
   const inner = SqliteStore.open(":memory:");
   let armed = false;
   let failures = 0;
+  const terminal = (patch: Partial<TurnRecord>) =>
+    patch.status !== undefined && patch.status !== "in_progress" && patch.status !== "queued";
   const tx = (t: Queries): Queries =>
     new Proxy(t, {
       get(target, key) {
+        if (key === "closeTurn") {
+          const closeTurn: Queries["closeTurn"] = async (sessionId, turnId, end) => {
+            if (armed && terminal(end.turn)) {
+              armed = false;
+              failures++;
+              throw new Error("connection lost");
+            }
+            return target.closeTurn(sessionId, turnId, end);
+          };
+          return closeTurn;
+        }
         if (key === "updateTurn") {
           return async (sessionId: string, turnId: string, patch: Partial<TurnRecord>) => {
-            if (armed && patch.status && patch.status !== "in_progress" && patch.status !== "queued") {
+            if (armed && terminal(patch)) {
               armed = false;
               failures++;
               throw new Error("connection lost");
