@@ -194,6 +194,15 @@ const CASES: Case[] = [
   { name: "relative data dir and derived directories", argv: ["--data-dir", "state"], cwd: "/home/u" },
   { name: "absolute paths are kept as written", argv: ["--data-dir", "/a/b/../c/", "--workspace", "/w/"] },
   { name: "empty data dir is the working directory", argv: ["--data-dir", ""] },
+  // Defaults derived from other options.
+  {
+    name: "a PostgreSQL database turns the checkpoint watch off unless asked for",
+    argv: ["--database-url", "postgres://a@db/agents"],
+  },
+  {
+    name: "the checkpoint watch asked for with PostgreSQL",
+    argv: ["--database-url", "postgres://a@db/agents", "--checkpoint-watch", "on"],
+  },
   // The provider.
   {
     name: "custom base URL with a key",

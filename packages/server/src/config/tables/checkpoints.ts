@@ -2,7 +2,7 @@
 import { DEFAULT_EXCLUDES, DEFAULT_MAX_FILE_BYTES } from "../checkpoint-defaults.js";
 import { computed, list, table, toggle, value } from "../option.js";
 import { gitignorePattern, int, oneOf, onOff, text } from "../schemas.js";
-import { dataDir } from "./storage.js";
+import { databaseUrl, dataDir } from "./storage.js";
 
 const extraExcludes = list({
   flag: "checkpoint-exclude",
@@ -67,18 +67,20 @@ export const checkpoints = table("checkpoints", {
   ]),
   /**
    * Whether a large workspace is watched between scans (inotify), so that a turn's checkpoint lists only what
-   * changed; off for a workspace other machines write to (a network filesystem).
+   * changed; off for a workspace other machines write to (a network filesystem). Default: on, but off with a
+   * PostgreSQL database (instances that share one may share the workspace over the network).
    */
   watch: value({
     flag: "checkpoint-watch",
     arg: "<on|off>",
     env: "AGENT_CHECKPOINT_WATCH",
     schema: onOff,
-    default: true,
+    default: (get) => get(databaseUrl) === null,
     blank: "value",
     help: [
       "watch large workspaces between checkpoints, so a turn's checkpoint lists only what changed;",
-      "off for a workspace other machines write to (AGENT_CHECKPOINT_WATCH, default on)",
+      "off for a workspace other machines write to (AGENT_CHECKPOINT_WATCH, default on; off with",
+      "--database-url: instances may share the workspace over the network)",
     ],
   }),
   /** Checkpoints kept per store (the newest; 0 = no limit). */

@@ -26,23 +26,25 @@ export const workspaceRoot = value({
   help: "workspace root, the agents' cwd (WORKSPACE, default <data-dir>/workspace)",
 });
 
+/**
+ * A PostgreSQL database (postgres://…) instead of the embedded SQLite one: several instances may share it (each
+ * with its own data dir, the same workspace root on shared storage).
+ */
+export const databaseUrl = value({
+  flag: "database-url",
+  arg: "<url>",
+  env: "DATABASE_URL",
+  schema: postgresUrl,
+  default: null,
+  help: [
+    "PostgreSQL instead of the embedded SQLite database; several instances may share it",
+    "(DATABASE_URL, e.g. postgres://user@host/db)",
+  ],
+});
+
 export const storage = table(null, {
   dataDir,
-  /**
-   * A PostgreSQL database (postgres://…) instead of the embedded SQLite one: several instances may share it (each
-   * with its own data dir, the same workspace root on shared storage).
-   */
-  databaseUrl: value({
-    flag: "database-url",
-    arg: "<url>",
-    env: "DATABASE_URL",
-    schema: postgresUrl,
-    default: null,
-    help: [
-      "PostgreSQL instead of the embedded SQLite database; several instances may share it",
-      "(DATABASE_URL, e.g. postgres://user@host/db)",
-    ],
-  }),
+  databaseUrl,
   workspaceRoot,
   /**
    * Where sessions work unless they say: `auto` = the official dialect gives each session its own directory, the

@@ -49,6 +49,7 @@ import type { CheckpointInfo, DiffResult, ForkOutcome, RestoreOutcome } from "..
 import type { Scope } from "../../model/scope.js";
 import type { Rollouts } from "../../platform/cluster/types.js";
 import type { Engines } from "../../platform/engine/types.js";
+import { watchTotals } from "../../platform/git-store/tree-watch.js";
 import type { EventHub } from "../../platform/stream/hub.js";
 import type { SessionRecord, Store, TurnRecord } from "../../store/types.js";
 import { CheckpointAnnouncer } from "./announce.js";
@@ -85,6 +86,8 @@ export interface CheckpointHealth {
   disk_bytes: number;
   /** Time the turn hooks spent (scans, commits, events), and how many turns they ran for. */
   turn_hooks: { turns: number; ms: number };
+  /** Workspaces watched between scans (large trees), and their directories. */
+  watched: { trees: number; dirs: number };
 }
 
 export class CheckpointService {
@@ -287,6 +290,7 @@ export class CheckpointService {
       stores: this.usage.stores,
       disk_bytes: this.usage.bytes,
       turn_hooks: { turns: this.hookTurns, ms: Math.round(this.hookMs * 10) / 10 },
+      watched: watchTotals(),
     };
   }
 

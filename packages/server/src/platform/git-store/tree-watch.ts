@@ -3,9 +3,9 @@
  * walk it: `take` answers what changed since the last take — nothing, these paths (and what lies under them), or
  * unknown (only a full scan can tell).
  *
- * Unknown: right after the watch started; when a `.gitignore` changed (its rules reach everything below it); when more than `maxPaths`
- * paths changed, or a name is not UTF-8; when a watch failed; and when so many events were delivered, across every
- * watch of this process, that the kernel's queue may have overflowed.
+ * Unknown: right after the watch started; when a `.gitignore` changed (its rules reach everything below it); when
+ * more than `maxPaths` paths changed, or a name is not UTF-8; when a watch failed or the root was replaced; and when
+ * so many events were delivered, across every watch of this process, that the kernel's queue may have overflowed.
  *
  * Why nothing is missed. A directory is watched before it is read, so what appears in it later is reported by its
  * own watch, or (a directory created after that) by its parent's, which names the new directory: the path covers
@@ -50,6 +50,12 @@ const NONE: TreeChanges = { kind: "none" };
 /** How long `settle` waits for its own event before the change counts as unknown. */
 const SETTLE_TIMEOUT_MS = 2000;
 
+/** A directory's device and inode ("" when it cannot be read). */
+async function identity(path: string): Promise<string> {
+  const st = await lstat(path).catch(() => null);
+  return st ? `${st.dev}:${st.ino}` : "";
+}
+
 function procInt(path: string, fallback: number): number {
   try {
     const n = Number(readFileSync(path, "utf8").trim());
@@ -65,6 +71,13 @@ const QUEUE_GUARD = Math.floor(procInt("/proc/sys/fs/inotify/max_queued_events",
 /** Directories watched by every TreeWatch of this process, kept to half the user's limit (the engine and the tools the agent runs share it). */
 let watchedTotal = 0;
 const TOTAL_BUDGET = Math.floor(procInt("/proc/sys/fs/inotify/max_user_watches", 8192) / 2);
+/** Trees watched now (started and not closed). */
+let trees = 0;
+
+/** How many trees and directories this process watches (for /health). */
+export function watchTotals(): { trees: number; dirs: number } {
+  return { trees, dirs: watchedTotal };
+}
 
 export class TreeWatch {
   private readonly dirs = new Map<string, FSWatcher>();
@@ -75,9 +88,13 @@ export class TreeWatch {
   /** The watch no longer covers the tree (a limit, an error): every take is unknown. */
   private failed = false;
   private closed = false;
+  /** Counted in `trees` (a watch that started). */
+  private counted = false;
   private deliveredAtTake = delivered;
   /** Directories being walked (a new one, or the start): `settle` waits for them. */
   private readonly pending = new Set<Promise<void>>();
+  /** The root directory's identity when it was watched (replaced: nothing below it is watched any more). */
+  private rootId = "";
   private barrier: FSWatcher | null = null;
   private barrierSeq = 0;
   private readonly barrierWaiters = new Map<string, () => void>();
@@ -103,6 +120,7 @@ export class TreeWatch {
     const w = new TreeWatch(root, excludedNames, barrierDir, limits);
     try {
       await mkdir(barrierDir, { recursive: true });
+      w.rootId = await identity(root);
       w.barrier = watch(barrierDir, { persistent: false }, (_type, name) => {
         if (typeof name === "string") w.barrierWaiters.get(name)?.();
       });
@@ -116,6 +134,8 @@ export class TreeWatch {
       w.close();
       return null;
     }
+    w.counted = true;
+    trees++;
     return w;
   }
 
@@ -148,6 +168,7 @@ export class TreeWatch {
     await rm(file, { force: true }).catch(() => {});
     if (!seen) this.unknown = true;
     await this.drain();
+    if ((await identity(this.root)) !== this.rootId) this.fail();
   }
 
   /** Whether nothing changed since the last take (call after `settle`); the changes stay to be taken. */
@@ -176,6 +197,8 @@ export class TreeWatch {
   }
 
   close(): void {
+    if (this.counted) trees--;
+    this.counted = false;
     this.closed = true;
     for (const w of this.dirs.values()) w.close();
     watchedTotal -= this.dirs.size;

@@ -786,7 +786,11 @@ describe("checkpoints API", () => {
       "disk usage",
     );
     if (!h) throw new Error("unreachable: waitFor returned nothing");
-    expect(h).toMatchObject({ enabled: true, error: null });
+    expect(h).toMatchObject({
+      enabled: true,
+      error: null,
+      watched: { trees: expect.any(Number), dirs: expect.any(Number) },
+    });
     expect(h.stores).toBeGreaterThan(1);
     expect((h as unknown as { turn_hooks: { turns: number; ms: number } }).turn_hooks.turns).toBeGreaterThan(
       5,

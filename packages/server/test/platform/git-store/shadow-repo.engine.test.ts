@@ -145,6 +145,24 @@ afterEach(() => {
   rmSync(base, { recursive: true, force: true });
 });
 
+/**
+ * git through a wrapper that logs its arguments; `logged()`: each command so far, without the store's own options
+ * (the directories and `-c …`).
+ */
+function loggingGit(): { wrapper: string; logged: () => string[] } {
+  const calls = join(base, "git-calls");
+  const wrapper = join(base, "git-logging");
+  writeFileSync(wrapper, `#!/bin/sh\necho "$*" >> "${calls}"\nexec git "$@"\n`, { mode: 0o755 });
+  const logged = () =>
+    existsSync(calls)
+      ? readFileSync(calls, "utf8")
+          .split("\n")
+          .filter(Boolean)
+          .map((l) => l.replace(/^.* -c user\.email=\S+ /, ""))
+      : [];
+  return { wrapper, logged };
+}
+
 const lines = (n: number, tag: string) => Array.from({ length: n }, (_, i) => `${tag} line ${i}\n`).join("");
 
 // ---- tests ---------------------------------------------------------------------------------------------
@@ -251,15 +269,8 @@ describe("checkpoints", () => {
   it("an unchanged small tree is confirmed without starting git; changes right after a scan are all found", async () => {
     // git through a wrapper that logs its arguments: a scan starts with `git ls-files` (other runs, like the
     // index refresh a little after a scan, happen in the background and are not counted).
-    const calls = join(base, "git-calls");
-    const wrapper = join(base, "git-counting");
-    writeFileSync(wrapper, `#!/bin/sh\necho "$*" >> "${calls}"\nexec git "$@"\n`, { mode: 0o755 });
-    const runs = () =>
-      existsSync(calls)
-        ? readFileSync(calls, "utf8")
-            .split("\n")
-            .filter((l) => l.split(" ").includes("ls-files")).length
-        : 0;
+    const { wrapper, logged } = loggingGit();
+    const runs = () => logged().filter((l) => l.split(" ").includes("ls-files")).length;
     write("a.txt", "alpha\n");
     write("deep/er/b.txt", "bravo\n");
     write("node_modules/pkg/index.js", "x\n");
@@ -311,17 +322,7 @@ describe("checkpoints", () => {
   });
 
   it("a watched tree records what a full scan records, listing only what changed (or nothing)", async () => {
-    const calls = join(base, "git-calls");
-    const wrapper = join(base, "git-logging");
-    writeFileSync(wrapper, `#!/bin/sh\necho "$*" >> "${calls}"\nexec git "$@"\n`, { mode: 0o755 });
-    // Each git command without the store's own options (`-c …` and the directories).
-    const logged = () =>
-      existsSync(calls)
-        ? readFileSync(calls, "utf8")
-            .split("\n")
-            .filter(Boolean)
-            .map((l) => l.replace(/^.* -c user\.email=\S+ /, ""))
-        : [];
+    const { wrapper, logged } = loggingGit();
     write(".gitignore", "*.log\n");
     write("a/b/f.txt", "one\n");
     write("a/g.txt", "g\n");

@@ -122,6 +122,14 @@ describe("TreeWatch", () => {
     expect(w.broken).toBe(true);
   });
 
+  it("breaks when the whole tree is replaced", async () => {
+    const w = await started();
+    renameSync(root, join(base, "old"));
+    mkdirSync(join(root, "a"), { recursive: true });
+    expect(await taken(w)).toEqual({ kind: "unknown" });
+    expect(w.broken).toBe(true);
+  });
+
   it("is broken once closed", async () => {
     const w = await started();
     w.close();
