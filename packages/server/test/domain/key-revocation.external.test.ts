@@ -11,7 +11,7 @@ import type OpenAI from "openai";
 import type { AgentSessionEvent } from "openai/resources/beta/agents/agents";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCliToExit } from "../support/cli-process.js";
-import { cleanup, type ServerFixture, startServer, waitFor } from "../support/fixture.js";
+import { cleanup, expectNothingLeft, type ServerFixture, startServer, waitFor } from "../support/fixture.js";
 import { messageEvent, sdk } from "../support/openai-helpers.js";
 import { dropTestDatabase, pgTestUrl } from "../support/postgres.js";
 import { SseReader } from "../support/sse-client.js";
@@ -195,7 +195,12 @@ describe("revocation on PostgreSQL, two instances", () => {
     b = await startServer({ args });
   });
   afterAll(async () => {
-    await Promise.all([a?.close(), b?.close()]);
+    // The instances share the workspace root, where each one's engine runs until it stops: nothing may be left once
+    // both have stopped (checked then: right after the first, the other's engine may still be stopping there).
+    const both = [a, b].filter((f): f is ServerFixture => f !== undefined);
+    await Promise.all(both.map((f) => f.service.stop()));
+    expectNothingLeft(...both.flatMap((f) => [f.dataDir, f.workspace]));
+    await Promise.all(both.map((f) => f.close()));
     if (dbUrl) await dropTestDatabase(dbUrl);
     cleanup(dir);
   });
