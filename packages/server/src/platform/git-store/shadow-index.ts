@@ -137,10 +137,23 @@ export class ShadowIndex {
    * tree lists the excluded paths alongside.
    */
   async scan(prefetchExcluded = false): Promise<SkippedFile[]> {
-    const started = performance.now();
     const changes = await this.changesSinceScan();
     if (changes.kind === "none") return this.lastSkipped;
-    const only = changes.kind === "paths" ? changes.paths : undefined;
+    try {
+      return await this.scanChanges(changes.kind === "paths" ? changes.paths : undefined, prefetchExcluded);
+    } catch (err) {
+      // The changes were taken from the watch but not all brought in: the next scan lists the whole tree.
+      this.watch?.forget();
+      throw err;
+    }
+  }
+
+  /** Brings the index in line with the work tree, or (`only`) with these paths of it. */
+  private async scanChanges(
+    only: readonly string[] | undefined,
+    prefetchExcluded: boolean,
+  ): Promise<SkippedFile[]> {
+    const started = performance.now();
     let probe: Promise<string[]> | undefined;
     if (only && !this.excluded) {
       if (prefetchExcluded) this.excluded = this.listExcluded();
@@ -179,12 +192,17 @@ export class ShadowIndex {
     this.recheckIgnored = false;
     if (only) {
       this.lastSkipped = mergeSkipped(this.lastSkipped, skipped, only);
-      if (
-        probe &&
-        this.excluded &&
-        touchesExcluded(await probe, await this.excluded.catch(() => null), only)
-      ) {
-        this.excluded = prefetchExcluded ? this.listExcluded() : null;
+      if (probe && this.excluded) {
+        const listed = await this.excluded.catch(() => null);
+        // A probe that failed cannot vouch for the listing either.
+        if (
+          await probe.then(
+            (p) => touchesExcluded(p, listed, only),
+            () => true,
+          )
+        ) {
+          this.excluded = prefetchExcluded ? this.listExcluded() : null;
+        }
       }
       return this.lastSkipped;
     }

@@ -414,6 +414,30 @@ describe("checkpoints", () => {
     ).toEqual([]);
   });
 
+  it("a watched tree's changes are not lost to a scan that failed", async () => {
+    write("a/f.txt", "one\n");
+    let failNext = false;
+    const repo = await open({
+      watchAfterMs: 0,
+      retries: 0,
+      beforeIndexUpdate: () => {
+        if (!failNext) return;
+        failNext = false;
+        throw new Error("the disk went away");
+      },
+    });
+    await must(repo.checkpoint("baseline"));
+    await waitFor(() => repo.watched || null, 10_000, "the watch");
+    expect(await repo.checkpoint("armed")).toBeNull();
+    write("a/f.txt", "two\n");
+    failNext = true;
+    await expect(repo.checkpoint("fails")).rejects.toThrow(ScanError);
+    // The change the failed scan had taken from the watch is still found.
+    const next = await must(repo.checkpoint("after the failure"));
+    expect(next.stats).toMatchObject({ files: 1 });
+    expect((await repo.fileAt(next.id, "a/f.txt"))?.toString()).toBe("two\n");
+  });
+
   it("restores the earlier tree exactly, leaves unchanged files alone, and can be undone", async () => {
     write("same.txt", "never changes\n");
     write("deep/same-too.txt", "neither\n");

@@ -85,6 +85,7 @@ describe("TreeWatch", () => {
     expect(gone.kind).toBe("paths");
     if (gone.kind === "paths") expect(gone.paths).toContain("moved");
     expect(w.size).toBe(1);
+    expect(w.broken).toBe(false);
   });
 
   it("does not look into .git nor excluded directories", async () => {
