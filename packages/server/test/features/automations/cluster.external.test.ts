@@ -15,7 +15,7 @@ import {
   waitForIdle,
 } from "../../support/automation-helpers.js";
 import { TestClock } from "../../support/clock.js";
-import { cleanup, type ServerFixture, startServer } from "../../support/fixture.js";
+import { cleanup, expectNothingLeft, type ServerFixture, startServer } from "../../support/fixture.js";
 import { sdk } from "../../support/openai-helpers.js";
 import { dropTestDatabase, pgTestUrl } from "../../support/postgres.js";
 
@@ -43,7 +43,11 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await Promise.all(instances.map((f) => f.close().catch(() => undefined)));
+  // The instances share the workspace root, where each one's engine runs until it stops: nothing may be left once
+  // all have stopped (checked then: right after the first, another's engine may still be stopping there).
+  await Promise.all(instances.map((f) => f.service.stop()));
+  expectNothingLeft(...instances.flatMap((f) => [f.dataDir, f.workspace]));
+  await Promise.all(instances.map((f) => f.close()));
   if (dbUrl) await dropTestDatabase(dbUrl);
   cleanup(dir);
 });
