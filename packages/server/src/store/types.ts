@@ -170,7 +170,8 @@ export interface Queries {
   closeOpenItems(sessionId: string, turnId: string, status: string): Promise<ItemRecord[]>;
   /**
    * A turn's end in one step: its open items closed as `closeOpenItems` does (with `itemStatus`), the turn and the
-   * session patched. The closed items, in order, and the session as patched (undefined: no such session).
+   * session patched. The closed items, in order, and the session as patched (undefined: no such session). One
+   * statement on PostgreSQL; three on SQLite, so atomic there inside a transaction (where a turn's end runs).
    */
   closeTurn(
     sessionId: string,

@@ -14,6 +14,7 @@ import type {
   WorkspaceGitState,
 } from "../../model/checkpoints.js";
 import { type Git, GitError } from "./git.js";
+import { literalPathspecs } from "./scan.js";
 import { readWorkspaceGit } from "./workspace-git.js";
 
 const HEAD_REF = "refs/checkpoint-head";
@@ -61,9 +62,17 @@ export const toInfo = ({ id, stored: s }: Entry): CheckpointInfo => ({
   workspace_git: s.workspace_git,
 });
 
-/** Paths .gitignore and the exclude list leave out (whole directories as "dir/"). */
-export function excludedPaths(git: Git): Promise<string[]> {
-  return git.lines(["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"]);
+/** Paths .gitignore and the exclude list leave out (whole directories as "dir/"); `only`: among these paths. */
+export function excludedPaths(git: Git, only?: readonly string[]): Promise<string[]> {
+  return git.lines([
+    "ls-files",
+    "-z",
+    "--others",
+    "--ignored",
+    "--exclude-standard",
+    "--directory",
+    ...literalPathspecs(only),
+  ]);
 }
 
 /** The checkpoint refs and commits of one store (callers serialise the calls). */

@@ -16,7 +16,7 @@ import type { AsyncLock } from "../../kernel/lock.js";
 import type { CheckpointOptions, SkippedFile } from "../../model/checkpoints.js";
 import { excludedPaths } from "./commits.js";
 import type { Git } from "./git.js";
-import { literalPathspecs, scanIntoIndex, snapshotTree, type TreeSnapshot, unchangedSince } from "./scan.js";
+import { scanIntoIndex, snapshotTree, type TreeSnapshot, unchangedSince } from "./scan.js";
 import { type TreeChanges, TreeWatch } from "./tree-watch.js";
 
 /** A scan slower than this lists changed and new files with two processes at once. */
@@ -84,7 +84,7 @@ export class ShadowIndex {
     return this.lastScanMs;
   }
 
-  /** Whether a watch covers the tree (for tests and /health). */
+  /** Whether a watch covers the tree. */
   get watched(): boolean {
     return this.watch !== null && !this.watch.broken;
   }
@@ -159,15 +159,7 @@ export class ShadowIndex {
       if (prefetchExcluded) this.excluded = this.listExcluded();
     } else if (only) {
       // Whether a changed path is (or was) excluded: then the listing of excluded paths is taken afresh.
-      probe = this.git.lines([
-        "ls-files",
-        "-z",
-        "--others",
-        "--ignored",
-        "--exclude-standard",
-        "--directory",
-        ...literalPathspecs(only),
-      ]);
+      probe = excludedPaths(this.git, only);
       probe.catch(() => {});
     } else {
       this.excluded = null;

@@ -1,9 +1,16 @@
 import { clampLimit, toPage } from "../paging.js";
+import { raw, type Sql, sql } from "../sql/query.js";
 import type { ItemRecord, ItemState, NewEvent, Queries, StoredItem } from "../types.js";
-import type { PgDb } from "./db.js";
+import { type PgDb, sqlDb } from "./db.js";
 
 /** jsonb data comes back parsed: a row is an ItemRecord. */
 const COLS = "session_id, turn_id, ordinal, id, type, state, created_at, data";
+
+/** A turn's items still `started` marked `incomplete`, `status` set on their data; the items (closeTurn too). */
+export function closeOpenItemsStatement(sessionId: string, turnId: string, status: string): Sql {
+  return sql`UPDATE items SET state = 'incomplete', data = data || jsonb_build_object('status', ${status}::text)
+    WHERE session_id = ${sessionId} AND turn_id = ${turnId} AND state = 'started' RETURNING ${raw(COLS)}`;
+}
 
 /** An item write as append_events() takes it (see migrations/postgres/, the latest step that defines it). */
 export interface PlannedItem {
@@ -125,11 +132,7 @@ export function itemQueries(db: PgDb): ItemQueries {
       return toPage(await db.rows<ItemRecord>(sql, params), limit);
     },
     async closeOpenItems(sessionId, turnId, status) {
-      const closed = await db.rows<ItemRecord>(
-        "UPDATE items SET state = 'incomplete', data = data || jsonb_build_object('status', $3::text) " +
-          `WHERE session_id = $1 AND turn_id = $2 AND state = 'started' RETURNING ${COLS}`,
-        [sessionId, turnId, status],
-      );
+      const closed = await sqlDb(db).rows<ItemRecord>(closeOpenItemsStatement(sessionId, turnId, status));
       return closed.sort((a, b) => a.ordinal - b.ordinal);
     },
     async copyHistory(fromSessionId, toSessionId, opts) {

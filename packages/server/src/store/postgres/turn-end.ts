@@ -9,6 +9,7 @@ import { SESSIONS } from "../tables/sessions.js";
 import { TURNS } from "../tables/turns.js";
 import type { ItemRecord, Queries, SessionRecord } from "../types.js";
 import { type PgDb, sqlDb } from "./db.js";
+import { closeOpenItemsStatement } from "./items.js";
 
 export function closeTurn(db: PgDb): Queries["closeTurn"] {
   const q = sqlDb(db);
@@ -26,11 +27,7 @@ export function closeTurn(db: PgDb): Queries["closeTurn"] {
         ? sql`UPDATE sessions SET ${join(sessionSet, ", ")} WHERE id = ${sessionId} RETURNING ${SESSIONS.columns}`
         : sql`SELECT ${SESSIONS.columns} FROM sessions WHERE id = ${sessionId}`;
     const row = await q.row<{ closed: ItemRecord[]; session: SessionRecord | null }>(sql`
-      WITH closed AS (
-        UPDATE items SET state = 'incomplete', data = data || jsonb_build_object('status', ${end.itemStatus}::text)
-        WHERE session_id = ${sessionId} AND turn_id = ${turnId} AND state = 'started'
-        RETURNING session_id, turn_id, ordinal, id, type, state, created_at, data
-      )${turnStep}, s AS (${session})
+      WITH closed AS (${closeOpenItemsStatement(sessionId, turnId, end.itemStatus)})${turnStep}, s AS (${session})
       SELECT (SELECT coalesce(json_agg(closed ORDER BY ordinal), '[]'::json) FROM closed) AS closed,
         (SELECT row_to_json(s) FROM s) AS session`);
     return { closed: row?.closed ?? [], session: row?.session ?? undefined };
