@@ -133,11 +133,10 @@ export class TurnExecutor {
       }
       // Before the session is idle again (another instance may claim the next turn): share the rollout.
       if (threadId) {
-        // A stop may have made the engine write more since: saved again, after the first (saves must not overlap).
-        const id = threadId;
-        const saved = await (saving && !active.stop
-          ? saving
-          : (saving ?? Promise.resolve(true)).then(() => save(id)));
+        // A stop may have made the engine write more since: saved again, once the first is done (saves must not
+        // overlap).
+        if (active.stop) await saving;
+        const saved = await (saving && !active.stop ? saving : save(threadId));
         this.ranHere.delete(session.id);
         if (saved) this.ranHere.set(session.id, session.lease_epoch);
         if (this.ranHere.size > 10_000) this.ranHere.delete(this.ranHere.keys().next().value!);

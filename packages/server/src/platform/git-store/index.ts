@@ -60,9 +60,10 @@
  * directories walked); the excluded listing a new checkpoint records can run alongside the scan. A large tree is
  * watched once scanned (tree-watch.ts: inotify on every directory): a scan then lists only the paths that changed
  * since the last one (`diff-files` and `ls-files --others` on them), or nothing at all, and the excluded listing is
- * kept while no change touches it; whenever the watch cannot vouch for what it saw, the scan is a full one. After every index
- * write the index is refreshed once the clock has left that second, in the background: files written in the
- * index's second are "racily clean", and git would read them again on every scan until the index is rewritten.
+ * kept while no change touches it; whenever the watch cannot vouch for what it saw, the scan is a full one. After
+ * every index write the index is refreshed once the clock has left that second, in the background: files written
+ * in the index's second are "racily clean", and git would read them again on every scan until the index is
+ * rewritten.
  *
  * The service (features/checkpoints/service.ts) attaches all this to sessions and turns: see its header.
  *
