@@ -15,11 +15,18 @@ export interface TurnHooks {
   beforeTurn?(session: SessionRecord, turn: TurnRecord): Promise<void>;
   /**
    * An engine turn of the logical turn has ended: between a goal's continuations (the next one waits for this),
-   * and once after the last engine turn, before the turn's end is stored. Errors are logged, never fatal.
+   * and once after the last engine turn, before the turn's end is stored. `activity` is what the turn has done so
+   * far, as this process recorded it. Errors are logged, never fatal.
    */
-  afterEngineTurn?(session: SessionRecord, turn: TurnRecord): Promise<void>;
+  afterEngineTurn?(session: SessionRecord, turn: TurnRecord, activity: TurnActivity): Promise<void>;
   /** The turn's end is stored (the session is idle again). Errors are logged, never fatal. */
   afterTurn?(session: SessionRecord, turn: TurnRecord): Promise<void>;
+}
+
+/** What a running turn has done so far, as the process running it recorded it (read from memory, not the store). */
+export interface TurnActivity {
+  /** The types of the items the turn has started or finished (its own: its subagents' turns have theirs). */
+  readonly itemTypes: ReadonlySet<string>;
 }
 
 export interface SessionHooks {

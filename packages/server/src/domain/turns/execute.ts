@@ -101,7 +101,7 @@ export class TurnExecutor {
       const turnOptions = engineTurnOptions(session);
       const engineTurn = active.goal
         ? await active.goal.start(lease.thread, items, turnOptions, () =>
-            features.run("afterEngineTurn", active.session, active.turn),
+            features.afterEngineTurn(active.session, active.turn, active.recorder),
           )
         : await lease.thread.turn(items, turnOptions);
       active.engineTurn = engineTurn;
@@ -111,7 +111,7 @@ export class TurnExecutor {
       result = await engineTurn.run();
       // The engine has written the turn to the rollout: it is shared while the turn's hooks run.
       if (!active.goal && threadId) saving = save(threadId);
-      await features.run("afterEngineTurn", active.session, active.turn);
+      await features.afterEngineTurn(active.session, active.turn, active.recorder);
     } catch (err) {
       failure = describeFailure(err);
       if (err instanceof TurnFailedError) result = err.result;

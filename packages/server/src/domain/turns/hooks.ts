@@ -4,7 +4,7 @@
  */
 import type { Logger } from "pino";
 import type { SessionRecord, TurnRecord } from "../../store/types.js";
-import type { ServerTool, ServerToolAnswer, ServerToolCall, TurnHooks } from "../feature.js";
+import type { ServerTool, ServerToolAnswer, ServerToolCall, TurnActivity, TurnHooks } from "../feature.js";
 
 export class TurnFeatures {
   private readonly hooks: TurnHooks[] = [];
@@ -35,11 +35,25 @@ export class TurnFeatures {
     for (const h of this.hooks) await h.beforeTurn?.(session, turn);
   }
 
-  /** Runs one kind of hook of every feature, in order; failures are logged. */
-  async run(name: "afterEngineTurn" | "afterTurn", session: SessionRecord, turn: TurnRecord): Promise<void> {
+  /** Runs every feature's `afterEngineTurn`, in order; failures are logged. */
+  afterEngineTurn(session: SessionRecord, turn: TurnRecord, activity: TurnActivity): Promise<void> {
+    return this.each("afterEngineTurn", session, turn, (h) => h.afterEngineTurn?.(session, turn, activity));
+  }
+
+  /** Runs every feature's `afterTurn`, in order; failures are logged. */
+  afterTurn(session: SessionRecord, turn: TurnRecord): Promise<void> {
+    return this.each("afterTurn", session, turn, (h) => h.afterTurn?.(session, turn));
+  }
+
+  private async each(
+    name: string,
+    session: SessionRecord,
+    turn: TurnRecord,
+    call: (h: TurnHooks) => Promise<void> | undefined,
+  ): Promise<void> {
     for (const h of this.hooks) {
       try {
-        await h[name]?.(session, turn);
+        await call(h);
       } catch (err) {
         this.logger.error(
           { session: session.id, turn: turn.id, hook: name, err: String(err) },

@@ -51,6 +51,8 @@ export class TurnRecorder {
     string,
     { item: StoredItem; output: string; cut: boolean; oomKills: number | null }
   >();
+  /** The types of the items this turn has logged (see `TurnActivity`). */
+  private readonly types = new Set<string>();
   /** Items whose start has been handed to the log, and who waits for one. */
   private readonly started = new Set<string>();
   private readonly startWaiters = new Map<string, Array<() => void>>();
@@ -106,6 +108,11 @@ export class TurnRecorder {
     await this.goalWork;
     await this.last.catch(() => undefined);
     if (this.failure) throw this.failure;
+  }
+
+  /** The types of the items the turn has started or finished so far (a {@link TurnActivity}). */
+  get itemTypes(): ReadonlySet<string> {
+    return this.types;
   }
 
   indexOf(itemId: string): number {
@@ -179,6 +186,7 @@ export class TurnRecorder {
           { item: { kind: "start", turn_id: this.turnId, item, created_at: this.now() } },
         );
         this.started.add(item.id);
+        this.types.add(item.type);
         if (item.type === "commandExecution") {
           // Counted from the last count seen before it (the turn's start or the last command's end), not from its
           // start's notice: a command killed at once (a big allocation) may be dead when its start is told.
@@ -296,6 +304,7 @@ export class TurnRecorder {
 
   private finishItem(item: StoredItem): void {
     this.running.delete(item.id);
+    this.types.add(item.type);
     this.log(
       { type: "item.completed", data: { item, output_index: this.indexOf(item.id) } },
       { item: { kind: "finish", turn_id: this.turnId, item, created_at: this.now(), state: "completed" } },

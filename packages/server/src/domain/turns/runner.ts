@@ -360,7 +360,7 @@ export class TurnRunner {
       this.deps.logger.warn({ session: sessionId, turn: ended.id, status, error }, "turn ended");
     }
     this.running.idle(sessionId);
-    void this.background.track(this.features.run("afterTurn", active.session, outcome));
+    void this.background.track(this.features.afterTurn(active.session, outcome));
     return outcome;
   }
 }

@@ -6,10 +6,10 @@
  * service logs them (a checkpoint never fails a turn).
  */
 import type { Logger } from "pino";
+import type { TurnActivity } from "../../domain/feature.js";
 import { SAFE_ID, sessionMeta, turnMark } from "../../model/checkpoint-names.js";
 import type { CheckpointInfo } from "../../model/checkpoints.js";
-import type { EventHub } from "../../platform/stream/hub.js";
-import type { SessionRecord, Store, TurnRecord } from "../../store/types.js";
+import type { SessionRecord, TurnRecord } from "../../store/types.js";
 import type { CheckpointAnnouncer } from "./announce.js";
 import { formatConv } from "./conversation.js";
 import type { Housekeeping } from "./housekeeping.js";
@@ -40,8 +40,6 @@ export class CheckpointHooks {
 
   constructor(
     private readonly deps: {
-      store: Store;
-      hub: EventHub;
       logger: Logger;
       stores: CheckpointStores;
       announcer: CheckpointAnnouncer;
@@ -80,12 +78,15 @@ export class CheckpointHooks {
     if (r.created) await this.deps.announcer.announce(s, r.created, t.id);
   }
 
-  async afterEngineTurn(s: SessionRecord, t: TurnRecord): Promise<void> {
+  async afterEngineTurn(s: SessionRecord, t: TurnRecord, activity: TurnActivity): Promise<void> {
     const state = this.turns.get(t.id) ?? { before: null, engineTurns: 0 };
     this.turns.set(t.id, state);
     state.engineTurns++;
     const k = state.engineTurns;
-    const created = await this.afterTurnCheckpoint(s, t, state, k, true);
+    // A plain turn that used no tool (only messages and reasoning) cannot have changed a file: no scan (anything
+    // else that changed the tree meanwhile is found before the next turn, as a change made outside the agent).
+    const unchanged = k === 1 && t.goal === null && !usedTools(activity);
+    const created = await this.afterTurnCheckpoint(s, t, state, k, { likelyChanged: true, unchanged });
     if (created) await this.deps.announcer.announce(s, created, t.id);
   }
 
@@ -99,7 +100,10 @@ export class CheckpointHooks {
       // A turn that ended normally was recorded after its last engine turn; one that failed or was stopped may
       // have changed files since.
       if (t.status === "completed" && state.engineTurns > 0) return;
-      const created = await this.afterTurnCheckpoint(s, t, state, null, false);
+      const created = await this.afterTurnCheckpoint(s, t, state, null, {
+        likelyChanged: false,
+        unchanged: false,
+      });
       // The turn's end is stored: the event goes outside its span (a client replaying the turn must not wait
       // for it), naming it in the checkpoint.
       if (created) await this.deps.announcer.announce(s, created, null);
@@ -132,12 +136,9 @@ export class CheckpointHooks {
     t: TurnRecord,
     state: TurnState,
     k: number | null,
-    likelyChanged: boolean,
+    { likelyChanged, unchanged }: { likelyChanged: boolean; unchanged: boolean },
   ): Promise<CheckpointInfo | null> {
     const repo = await this.deps.stores.repoOf(this.deps.stores.of(s));
-    // A plain turn that used no tool (only messages and reasoning) cannot have changed a file: no scan (anything
-    // else that changed the tree meanwhile is found before the next turn, as a change made outside the agent).
-    const unchanged = k === 1 && t.goal === null && !(await this.usedTools(s, t));
     const marks: Record<string, string | null> = {};
     if (SAFE_ID.test(s.id) && SAFE_ID.test(t.id)) {
       if (state.before) marks[turnMark(s.id, t.id, "before")] = state.before;
@@ -163,12 +164,10 @@ export class CheckpointHooks {
     );
     return r.created;
   }
+}
 
-  /** Whether the turn's items include anything but messages and reasoning (a command, a patch, any tool call). */
-  private async usedTools(s: SessionRecord, t: TurnRecord): Promise<boolean> {
-    // The turn's items are written in batches: the ones seen so far are stored first.
-    await this.deps.hub.flush(s.id);
-    const page = await this.deps.store.listItems(s.id, { turn_id: t.id, limit: 1000, lazy_data: true });
-    return page.has_more || page.data.some((i) => !HARMLESS_ITEMS.has(i.type));
-  }
+/** Whether the turn's items include anything but messages and reasoning (a command, a patch, any tool call). */
+function usedTools(activity: TurnActivity): boolean {
+  for (const type of activity.itemTypes) if (!HARMLESS_ITEMS.has(type)) return true;
+  return false;
 }

@@ -133,7 +133,7 @@ export class CheckpointService {
     this.housekeeping = housekeeping;
     this.claims = claims;
     this.reader = reader;
-    this.hooks = new CheckpointHooks({ store, hub, logger, stores, announcer, housekeeping, usage });
+    this.hooks = new CheckpointHooks({ logger, stores, announcer, housekeeping, usage });
     this.restorer = new CheckpointRestore({ ...parts, runner });
     this.forker = new CheckpointFork({ ...parts, sessions });
     if (this.enabled) this.health();
@@ -148,7 +148,7 @@ export class CheckpointService {
   turnHooks(): TurnHooks {
     return {
       beforeTurn: (s, t) => this.timed(() => this.hooks.beforeTurn(s, t), true),
-      afterEngineTurn: (s, t) => this.timed(() => this.hooks.afterEngineTurn(s, t)),
+      afterEngineTurn: (s, t, activity) => this.timed(() => this.hooks.afterEngineTurn(s, t, activity)),
       afterTurn: (s, t) => this.timed(() => this.hooks.afterTurn(s, t)),
     };
   }

@@ -1,6 +1,7 @@
 // What the recorder says of a turn, whatever order the engine's notices come in: a command killed for memory is said
 // to be in its item (counted from the kills seen at the turn's start or the last command's end, not from when its
-// start was told: a big allocation can be killed before that); MCP start-up news the thread kept is logged.
+// start was told: a big allocation can be killed before that); MCP start-up news the thread kept is logged; the types
+// of the items it logged are kept for the hooks (its activity).
 import pino from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type MemoryKills, TurnRecorder } from "../../../src/domain/turns/recorder.js";
@@ -103,5 +104,33 @@ describe("MCP servers' start-up news", () => {
     const events = await store.readEvents("s1", 0, 100);
     expect(events.map((e) => e.type)).toEqual(["mcp_server.status", "item.started", "item.completed"]);
     expect(events[0]?.data).toMatchObject({ server_label: "demo", status: "ready", error: null });
+  });
+});
+
+describe("the turn's activity", () => {
+  it("holds the types of the items the turn started or finished, a client's function result included", () => {
+    const r = recorder();
+    expect([...r.itemTypes]).toEqual([]);
+    r.record(started({ type: "userMessage", id: "u1", content: [] }));
+    r.record(completed({ type: "agentMessage", id: "a1", text: "ok" }));
+    expect([...r.itemTypes].sort()).toEqual(["agentMessage", "userMessage"]);
+    r.record(
+      completed({
+        type: "dynamicToolCall",
+        id: "f1",
+        tool: "lookup",
+        arguments: {},
+        status: "completed",
+        contentItems: [{ type: "inputText", text: "42" }],
+        success: true,
+        durationMs: 1,
+      }),
+    );
+    expect([...r.itemTypes].sort()).toEqual([
+      "agentMessage",
+      "clientToolResult",
+      "dynamicToolCall",
+      "userMessage",
+    ]);
   });
 });

@@ -1,7 +1,7 @@
 // Which checkpoints the lifecycle of sessions and turns makes, and how they are named (features/checkpoints/hooks.ts,
 // announce.ts), without git: a baseline when a workspace is first used; before a turn, one when the tree changed
-// outside the agent; after every engine turn (no scan after a plain turn that used no tool), with the marks of the
-// turn's bounds; after a turn that failed or was stopped; each announced in the turn's span or outside it. The
+// outside the agent; after every engine turn (no scan after a plain turn whose recorded items include no tool),
+// with the marks of the turn's bounds; after a turn that failed or was stopped; each announced in the turn's span or outside it. The
 // stores are recording stand-ins (support/checkpoint-stores.ts).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,6 +9,7 @@ import { join } from "node:path";
 import pino from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type Config, loadConfig } from "../../../src/config/load.js";
+import type { TurnActivity } from "../../../src/domain/feature.js";
 import { CheckpointAnnouncer } from "../../../src/features/checkpoints/announce.js";
 import { CheckpointHooks } from "../../../src/features/checkpoints/hooks.js";
 import { Housekeeping } from "../../../src/features/checkpoints/housekeeping.js";
@@ -17,7 +18,7 @@ import { InFlight } from "../../../src/kernel/in-flight.js";
 import { EventHub } from "../../../src/platform/stream/hub.js";
 import { SqliteStore } from "../../../src/store/sqlite/index.js";
 import type { SessionRecord, TurnRecord } from "../../../src/store/types.js";
-import { finishItem, session, threadItem, turn } from "../../store/contract.js";
+import { session, turn } from "../../store/contract.js";
 import { type RecordingRepo, RecordingStores } from "../../support/checkpoint-stores.js";
 import { TestClock } from "../../support/clock.js";
 
@@ -53,7 +54,7 @@ beforeEach(async () => {
     closed: () => false,
   });
   const announcer = new CheckpointAnnouncer({ settings, hub, logger, usage });
-  hooks = new CheckpointHooks({ store, hub, logger, stores, announcer, housekeeping, usage });
+  hooks = new CheckpointHooks({ logger, stores, announcer, housekeeping, usage });
   own = session("sess_1", 1000, {
     workspace: join(config.workspaceRoot, "sess_1"),
     extra: { workspace_mode: "session" },
@@ -69,16 +70,18 @@ afterEach(async () => {
 
 const repoOf = (s: SessionRecord): RecordingRepo => stores.repo(stores.of(s).key);
 
-/** A turn of `s` that has stored these engine items. */
-async function turnWith(s: SessionRecord, id: string, items: string[], over: Partial<TurnRecord> = {}) {
-  const t = turn(s.id, id, 1000, { status: "in_progress", ...over });
-  await store.insertTurn(t);
-  await store.appendEvents(
-    s.id,
-    items.map((type, i) => finishItem(id, threadItem(`${id}_i${i}`, "x", type))),
-  );
-  return t;
+/** What each turn of the test has recorded: the types of its items (as the runner's recorder hands them over). */
+const activities = new Map<string, TurnActivity>();
+
+/** A turn of `s` that has recorded items of these types. */
+function turnWith(s: SessionRecord, id: string, items: string[], over: Partial<TurnRecord> = {}): TurnRecord {
+  activities.set(id, { itemTypes: new Set(items) });
+  return turn(s.id, id, 1000, { status: "in_progress", ...over });
 }
+
+/** The end of an engine turn of `t`, with what `t` recorded. */
+const afterEngineTurn = (s: SessionRecord, t: TurnRecord) =>
+  hooks.afterEngineTurn(s, t, activities.get(t.id) ?? { itemTypes: new Set() });
 
 /** The `checkpoint.created` events: the turn whose span holds each, and the turn its checkpoint names. */
 async function announced(
@@ -131,7 +134,7 @@ describe("a session's first checkpoint", () => {
 describe("a turn's checkpoints", () => {
   it("before it, one named external when the tree changed outside the agent", async () => {
     await hooks.baseline(own);
-    const t = await turnWith(own, "turn_1", []);
+    const t = turnWith(own, "turn_1", []);
     await hooks.beforeTurn(own, t);
     const before = repoOf(own).records[1];
     expect(before?.label).toBe("changed outside the agent");
@@ -147,9 +150,9 @@ describe("a turn's checkpoints", () => {
     await hooks.baseline(own);
     const head = repoOf(own).head!.id;
     repoOf(own).changed = false;
-    const t = await turnWith(own, "turn_1", ["userMessage", "reasoning", "agentMessage"]);
+    const t = turnWith(own, "turn_1", ["userMessage", "reasoning", "agentMessage"]);
     await hooks.beforeTurn(own, t);
-    await hooks.afterEngineTurn(own, t);
+    await afterEngineTurn(own, t);
     expect(repoOf(own).records.at(-1)).toEqual({
       label: "turn",
       meta: {
@@ -170,17 +173,17 @@ describe("a turn's checkpoints", () => {
 
   it("after an engine turn that ran a command, or any of a goal's: scanned, announced in the turn", async () => {
     await hooks.baseline(own);
-    const t = await turnWith(own, "turn_1", ["userMessage", "commandExecution", "agentMessage"]);
+    const t = turnWith(own, "turn_1", ["userMessage", "commandExecution", "agentMessage"]);
     await hooks.beforeTurn(own, t);
-    await hooks.afterEngineTurn(own, t);
+    await afterEngineTurn(own, t);
     expect(repoOf(own).records.at(-1)?.opts.unchanged).toBe(false);
-    const g = await turnWith(own, "turn_2", ["userMessage", "agentMessage"], {
+    const g = turnWith(own, "turn_2", ["userMessage", "agentMessage"], {
       goal: { mode: "input", objective: "o" },
     });
     await hooks.beforeTurn(own, g);
-    await hooks.afterEngineTurn(own, g);
+    await afterEngineTurn(own, g);
     expect(repoOf(own).records.at(-1)?.opts.unchanged).toBe(false);
-    await hooks.afterEngineTurn(own, g);
+    await afterEngineTurn(own, g);
     const second = repoOf(own).records.at(-1);
     expect(second?.label).toBe("turn, engine turn 2");
     expect(second?.meta).toMatchObject({ engine_turn: "2", conv: "after:turn_2:2" });
@@ -194,16 +197,16 @@ describe("a turn's checkpoints", () => {
 
   it("none again after a completed turn; after a failed one, its last state, announced outside its span", async () => {
     await hooks.baseline(own);
-    const done = await turnWith(own, "turn_1", ["commandExecution"]);
+    const done = turnWith(own, "turn_1", ["commandExecution"]);
     await hooks.beforeTurn(own, done);
-    await hooks.afterEngineTurn(own, done);
+    await afterEngineTurn(own, done);
     const count = repoOf(own).records.length;
     await hooks.afterTurn(own, { ...done, status: "completed" });
     expect(repoOf(own).records).toHaveLength(count);
 
-    const failed = await turnWith(own, "turn_2", ["commandExecution"]);
+    const failed = turnWith(own, "turn_2", ["commandExecution"]);
     await hooks.beforeTurn(own, failed);
-    await hooks.afterEngineTurn(own, failed);
+    await afterEngineTurn(own, failed);
     await hooks.afterTurn(own, { ...failed, status: "failed" });
     const last = repoOf(own).records.at(-1);
     expect(last?.label).toBe("turn failed");
@@ -215,7 +218,7 @@ describe("a turn's checkpoints", () => {
 
   it("none for a turn that ended before the engine started it; the store's housekeeping is scheduled anyway", async () => {
     await hooks.baseline(own);
-    const t = await turnWith(own, "turn_1", []);
+    const t = turnWith(own, "turn_1", []);
     expect(clock.armed(config.checkpoints.idleSeconds * 1000)).toBe(false);
     await hooks.afterTurn(own, { ...t, status: "cancelled" });
     expect(repoOf(own).records).toHaveLength(1);
@@ -224,7 +227,7 @@ describe("a turn's checkpoints", () => {
 
   it("a stopped turn that never finished an engine turn is recorded when it ends", async () => {
     await hooks.baseline(own);
-    const t = await turnWith(own, "turn_1", []);
+    const t = turnWith(own, "turn_1", []);
     await hooks.beforeTurn(own, t);
     await hooks.afterTurn(own, { ...t, status: "cancelled" });
     expect(repoOf(own).records.at(-1)?.label).toBe("turn cancelled");
@@ -233,9 +236,9 @@ describe("a turn's checkpoints", () => {
   it("ids that cannot name a mark are left unmarked", async () => {
     const odd = session("sess.odd", 1000, { workspace: join(config.workspaceRoot, "sess.odd") });
     await store.insertSession(odd);
-    const t = await turnWith(odd, "turn_1", ["commandExecution"]);
+    const t = turnWith(odd, "turn_1", ["commandExecution"]);
     await hooks.beforeTurn(odd, t);
-    await hooks.afterEngineTurn(odd, t);
+    await afterEngineTurn(odd, t);
     expect(repoOf(odd).records.at(-1)?.opts.marks).toEqual({});
   });
 });
