@@ -69,6 +69,16 @@ export interface HistoryCopy {
 
 export type SessionPatch = Partial<Omit<SessionRecord, "id" | "project_id" | "created_at">>;
 export type TurnPatch = Partial<Omit<TurnRecord, "id" | "session_id" | "created_at">>;
+
+/**
+ * Bytes an engine appended to a thread's rollout file, from `start_offset` on: how a thread's conversation is shared
+ * between instances (PostgreSQL's `rollout_chunks`, see platform/cluster/rollouts.ts).
+ */
+export interface RolloutChunk {
+  thread_id: string;
+  start_offset: number;
+  data: Buffer;
+}
 export type AgentPatch = Partial<Omit<AgentRecord, "id" | "project_id" | "created_at">>;
 export type AutomationPatch = Partial<Omit<AutomationRecord, "id" | "project_id" | "created_at" | "type">>;
 export type InvocationPatch = Partial<
@@ -170,13 +180,15 @@ export interface Queries {
   closeOpenItems(sessionId: string, turnId: string, status: string): Promise<ItemRecord[]>;
   /**
    * A turn's end in one step: its open items closed as `closeOpenItems` does (with `itemStatus`), the turn and the
-   * session patched. The closed items, in order, and the session as patched (undefined: no such session). One
-   * statement on PostgreSQL; three on SQLite, so atomic there inside a transaction (where a turn's end runs).
+   * session patched, and what the engine appended to the thread's rollout during the turn stored with them (so the
+   * session is never idle without it: another instance may run its next turn). The closed items, in order, and the
+   * session as patched (undefined: no such session). One statement on PostgreSQL; three on SQLite, so atomic there
+   * inside a transaction (where a turn's end runs). SQLite shares no rollouts (one instance) and refuses a chunk.
    */
   closeTurn(
     sessionId: string,
     turnId: string,
-    end: { itemStatus: string; turn: TurnPatch; session: SessionPatch },
+    end: { itemStatus: string; turn: TurnPatch; session: SessionPatch; rollout?: RolloutChunk | null },
   ): Promise<{ closed: ItemRecord[]; session: SessionRecord | undefined }>;
   /**
    * Copies the items of these turns of one session (its own turns, not its subagents'; with `through_ordinal`, only

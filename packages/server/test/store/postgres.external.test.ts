@@ -24,7 +24,7 @@ import {
 
 const TABLES =
   "agents, sessions, turns, items, events, goals, idempotency, api_keys, automations, automation_invocations, " +
-  "webhook_endpoints, webhook_deliveries";
+  "webhook_endpoints, webhook_deliveries, rollout_chunks";
 
 /** A fresh database (dropped at the end of the run). */
 const freshDatabase = freshDatabases();
@@ -197,6 +197,41 @@ describe("PostgresStore", () => {
       expect(items).toHaveLength(starts + 1);
       expect(items[0]).toMatchObject({ id: "old", state: "completed", data: threadItem("old", "done") });
       expect(await store.lastEventSeq("big")).toBe(1001);
+    });
+
+    it("a turn's end is one statement, the thread's new rollout bytes stored in it (and kept when stored before)", async () => {
+      const store = await track(open());
+      await store.insertSession(session("s1"));
+      await store.insertTurn(turn("s1", "t1", 1));
+      await store.appendEvents("s1", [startItem("t1", threadItem("i1"))]);
+      const data = Buffer.from('{"type":"turn"}\n\u0000\u00ff', "latin1");
+      const { result, sql } = await countStatements(store, () =>
+        store.closeTurn("s1", "t1", {
+          itemStatus: "failed",
+          turn: { status: "completed", completed_at: 1500 },
+          session: { status: "idle", active_turn_id: null },
+          rollout: { thread_id: "thr_1", start_offset: 120, data },
+        }),
+      );
+      expect(sql).toHaveLength(1);
+      expect(result.closed.map((i) => i.id)).toEqual(["i1"]);
+      expect(result.session).toMatchObject({ status: "idle" });
+      const chunks = async () =>
+        (
+          await store.pool.query<{ start_offset: number; data: Buffer }>(
+            "SELECT start_offset, data FROM rollout_chunks WHERE thread_id = 'thr_1'",
+          )
+        ).rows;
+      expect(await chunks()).toEqual([{ start_offset: 120, data }]);
+      // The same offset again (a save thought lost): the bytes stored first stay, and the turn's end goes through.
+      const again = await store.closeTurn("s1", "t1", {
+        itemStatus: "failed",
+        turn: {},
+        session: { status: "idle" },
+        rollout: { thread_id: "thr_1", start_offset: 120, data: Buffer.from("other") },
+      });
+      expect(again.session).toMatchObject({ status: "idle" });
+      expect(await chunks()).toEqual([{ start_offset: 120, data }]);
     });
 
     it("two instances appending to one session at once: seq 1..N and ordinals 0..M-1, no gaps or duplicates", async () => {

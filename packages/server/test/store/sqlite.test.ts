@@ -392,3 +392,24 @@ describe("SqliteStore batches", () => {
     }
   });
 });
+
+describe("SqliteStore rollouts", () => {
+  // One instance: the engine's rollout file is the only copy, so a turn's end is never handed one to share.
+  it("refuses a turn's end that carries a rollout chunk, and writes nothing of it", async () => {
+    const store = SqliteStore.open(":memory:");
+    try {
+      await store.insertSession(session("s1"));
+      await store.insertTurn(turn("s1", "t1", 1));
+      const end = {
+        itemStatus: "failed",
+        turn: { status: "completed" as const },
+        session: { status: "idle" as const },
+        rollout: { thread_id: "thr_1", start_offset: 0, data: Buffer.from("x") },
+      };
+      await expect(store.closeTurn("s1", "t1", end)).rejects.toThrow(/shares no rollouts/);
+      expect(await store.getTurn("s1", "t1")).toEqual(turn("s1", "t1", 1));
+    } finally {
+      await store.close();
+    }
+  });
+});

@@ -7,9 +7,11 @@
 import type { TurnResult } from "@codex-agent-api/codex";
 import type { Logger } from "pino";
 import type { Clock } from "../../kernel/clock.js";
+import type { Rollouts } from "../../platform/cluster/types.js";
 import type { EventHub } from "../../platform/stream/hub.js";
 import {
   FencedError,
+  type RolloutChunk,
   type Store,
   type StoredItem,
   type TurnError,
@@ -24,20 +26,27 @@ export interface EndDeps {
   store: Store;
   clock: Clock;
   logger: Logger;
+  rollouts: Pick<Rollouts, "stored">;
 }
 
 /** The end this instance recorded, and the turn as it ended (another instance's record when it took the turn over). */
 export interface TurnEnd {
   ended: TurnRecord;
   outcome: TurnRecord;
+  /** Whether this instance's record is the one stored (false: another instance had taken the turn over). */
+  recorded: boolean;
 }
 
-/** Stores the turn's end and the session's new status; the session's fence is lifted whatever happens. */
+/**
+ * Stores the turn's end and the session's new status, with the bytes the engine appended to the thread's rollout
+ * (`rollout`); the session's fence is lifted whatever happens.
+ */
 export async function recordEnd(
   deps: EndDeps,
   active: ActiveTurn,
   result: TurnResult | null,
   failure: TurnError | null,
+  rollout: RolloutChunk | null,
 ): Promise<TurnEnd> {
   const { hub, clock, logger } = deps;
   const sessionId = active.session.id;
@@ -73,6 +82,7 @@ export async function recordEnd(
     const { closed, session: next } = await tx.closeTurn(sessionId, turn.id, {
       itemStatus: "failed",
       turn: { status, error, usage, completed_at: turn.completed_at },
+      rollout,
       session: {
         // A failed turn does not fail the session: it stays usable; `error` keeps why the last turn failed.
         status: "idle",
@@ -100,8 +110,11 @@ export async function recordEnd(
     log({ type: "session.status", data: { session: next } }, { turn_id: turn.id });
   });
   let outcomeTurn = turn;
+  let recorded = false;
   try {
     await committed;
+    recorded = true;
+    if (rollout) deps.rollouts.stored(rollout);
   } catch (err) {
     if (!(err instanceof FencedError)) throw err;
     // Another instance took the turn over (this one was thought dead): it has ended the turn already.
@@ -110,7 +123,7 @@ export async function recordEnd(
   } finally {
     hub.fence(sessionId, null);
   }
-  return { ended: turn, outcome: outcomeTurn };
+  return { ended: turn, outcome: outcomeTurn, recorded };
 }
 
 function outcome(

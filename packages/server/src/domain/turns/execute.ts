@@ -2,10 +2,10 @@
  * Runs a claimed turn on the engine: leases the session's thread (bringing its rollout here first when another
  * instance may have continued it), runs the features' `beforeTurn`, starts the engine turn (or the goal's run of
  * engine turns) with the session's model and settings, and records what it streams. Whatever happens, the
- * recorder's writes are awaited, the goal settled, the rollout shared and the thread released before the result is
- * handed back: the session may be claimed again, on any instance, as soon as the turn's end is stored. A stop during
- * any of it ends the engine turn and its commands. What goes wrong in the turn is handed back as its failure (a
- * `TurnError`), not thrown.
+ * recorder's writes are awaited, the goal settled, what the engine appended to the thread's rollout read (it is stored
+ * with the turn's end: the session may be claimed again, on any instance, as soon as that is stored) and the thread
+ * released before the result is handed back. A stop during any of it ends the engine turn and its commands. What
+ * goes wrong in the turn is handed back as its failure (a `TurnError`), not thrown.
  */
 import {
   type InputItem,
@@ -22,7 +22,7 @@ import { engineEffort, settingsOf } from "../../model/settings.js";
 import type { Rollouts } from "../../platform/cluster/types.js";
 import { missingModelReason } from "../../platform/engine/codex-home.js";
 import type { Engines } from "../../platform/engine/types.js";
-import type { SessionRecord, Store, TurnError } from "../../store/types.js";
+import type { RolloutChunk, SessionRecord, Store, TurnError } from "../../store/types.js";
 import { HookFailure } from "../feature.js";
 import type { TurnFeatures } from "./hooks.js";
 import type { ActiveTurn } from "./running.js";
@@ -45,6 +45,11 @@ export interface ExecutionDeps {
 export interface Execution {
   result: TurnResult | null;
   failure: TurnError | null;
+  /**
+   * What the engine appended to the thread's rollout, for the turn's end to store (`chunk` null: nothing new).
+   * null: the turn had no thread, or its rollout could not be read (the next turn here brings it up to date).
+   */
+  rollout: { chunk: RolloutChunk | null } | null;
 }
 
 export class TurnExecutor {
@@ -63,16 +68,7 @@ export class TurnExecutor {
     let failure: TurnError | null = null;
     let release: (() => void) | null = null;
     let threadId: string | null = null;
-    /** The rollout being shared (started as soon as the engine turn ended, or at the end). */
-    let saving: Promise<boolean> | null = null;
-    const save = (id: string) =>
-      rollouts.save(id).then(
-        () => true,
-        (err: unknown) => {
-          logger.error({ session: session.id, err: String(err) }, "could not store the thread's rollout");
-          return false;
-        },
-      );
+    let rollout: Execution["rollout"] = null;
     try {
       const reason = missingModelReason(config);
       if (reason) throw new ConfigurationError(reason);
@@ -109,8 +105,6 @@ export class TurnExecutor {
       if (active.stop) await engineTurn.interrupt().catch(() => {});
       for await (const event of engineTurn.stream()) active.recorder.record(event);
       result = await engineTurn.run();
-      // The engine has written the turn to the rollout: it is shared while the turn's hooks run.
-      if (!active.goal && threadId) saving = save(threadId);
       await features.afterEngineTurn(active.session, active.turn, active.recorder);
     } catch (err) {
       failure = describeFailure(err);
@@ -131,20 +125,29 @@ export class TurnExecutor {
           stopped: active.stop !== null,
         });
       }
-      // Before the session is idle again (another instance may claim the next turn): share the rollout.
+      // Everything the engine wrote for the turn (a stopped one's included) is in its rollout now.
+      this.ranHere.delete(session.id);
       if (threadId) {
-        // A stop may have made the engine write more since: saved again, once the first is done (saves must not
-        // overlap).
-        if (active.stop) await saving;
-        const saved = await (saving && !active.stop ? saving : save(threadId));
-        this.ranHere.delete(session.id);
-        if (saved) this.ranHere.set(session.id, session.lease_epoch);
-        if (this.ranHere.size > 10_000) this.ranHere.delete(this.ranHere.keys().next().value!);
+        try {
+          rollout = { chunk: await rollouts.unsaved(threadId) };
+        } catch (err) {
+          logger.error({ session: session.id, err: String(err) }, "could not read the thread's rollout");
+        }
       }
       release?.();
       active.timer?.cancel();
     }
-    return { result, failure };
+    return { result, failure, rollout };
+  }
+
+  /**
+   * The turn's end is stored (`recorded`: by this instance, with what `execution` read of the rollout): the thread's
+   * rollout here is the session's current one until another instance claims it.
+   */
+  ended(session: SessionRecord, execution: Execution, recorded: boolean): void {
+    if (!recorded || !execution.rollout) return;
+    this.ranHere.set(session.id, session.lease_epoch);
+    if (this.ranHere.size > 10_000) this.ranHere.delete(this.ranHere.keys().next().value!);
   }
 
   /**

@@ -353,7 +353,15 @@ export class TurnRunner {
   /** The turn's end is stored: whoever waits for it is told, the session is idle, the `afterTurn` hooks run. */
   private async finish(active: ActiveTurn, execution: Execution): Promise<TurnRecord> {
     const sessionId = active.session.id;
-    const { ended, outcome } = await recordEnd(this.deps, active, execution.result, execution.failure);
+    const chunk = execution.rollout?.chunk ?? null;
+    const { ended, outcome, recorded } = await recordEnd(
+      this.deps,
+      active,
+      execution.result,
+      execution.failure,
+      chunk,
+    );
+    this.executor.ended(active.session, execution, recorded);
     this.running.ended(sessionId, ended.id, outcome);
     if (ended.error) {
       const { status, error } = ended;

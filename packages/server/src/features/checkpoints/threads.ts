@@ -28,7 +28,7 @@ export class ConversationThreads {
       store: Store;
       runner: Pick<TurnRunner, "withThread">;
       engines: Engines;
-      rollouts: Rollouts;
+      rollouts: Pick<Rollouts, "save">;
       logger: Logger;
     },
   ) {}

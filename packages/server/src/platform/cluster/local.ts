@@ -34,4 +34,8 @@ export const localRollouts: Rollouts = {
     return { moved: false, stale: false };
   },
   async save() {},
+  async unsaved() {
+    return null;
+  },
+  stored() {},
 };

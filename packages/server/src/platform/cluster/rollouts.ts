@@ -2,21 +2,23 @@
  * Engine threads' rollout files shared through PostgreSQL, so that a session's conversation can continue on
  * whichever instance claims its next turn. The engine keeps a thread as one append-only JSONL file in its
  * CODEX_HOME (`sessions/YYYY/MM/DD/rollout-<time>-<thread>.jsonl`, read again by `thread/resume`): after each
- * turn the bytes it appended are stored as one chunk; before a turn, an instance whose copy is shorter than the
- * stored one rewrites its file from the chunks (a "move"). An engine that still has the thread loaded keeps its
- * older copy in memory and would write over the newer turns, so a move also reports the local copy stale.
+ * turn the bytes it appended are stored as one chunk, in the statement of the turn's end (`closeTurn`: the session
+ * is never idle without them); before a turn, an instance whose copy is shorter than the stored one rewrites its
+ * file from the chunks (a "move"). An engine that still has the thread loaded keeps its older copy in memory and
+ * would write over the newer turns, so a move also reports the local copy stale.
  */
 import { existsSync, mkdirSync, readdirSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { join } from "node:path";
 import type pg from "pg";
+import type { RolloutChunk } from "../../store/types.js";
 import type { Rollouts } from "./types.js";
 
 export class PgRollouts implements Rollouts {
   /** Local rollout file of each thread seen here. */
   private readonly paths = new Map<string, string>();
   /** Bytes of each thread's rollout the database holds (as far as this instance knows). */
-  private readonly stored = new Map<string, number>();
+  private readonly sizes = new Map<string, number>();
 
   constructor(
     private readonly pool: pg.Pool,
@@ -39,31 +41,41 @@ export class PgRollouts implements Rollouts {
     writeFileSync(tmp, data);
     renameSync(tmp, target);
     this.paths.set(threadId, target);
-    this.stored.set(threadId, data.length);
+    this.sizes.set(threadId, data.length);
     return { moved: true, stale: path !== undefined };
   }
 
   async save(threadId: string): Promise<void> {
+    const chunk = await this.unsaved(threadId);
+    if (!chunk) return;
+    await this.pool.query(
+      "INSERT INTO rollout_chunks (thread_id, start_offset, data) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+      [chunk.thread_id, chunk.start_offset, chunk.data],
+    );
+    this.stored(chunk);
+  }
+
+  async unsaved(threadId: string): Promise<RolloutChunk | null> {
     const path = this.find(threadId);
-    if (!path) return;
+    if (!path) return null;
     const size = statSync(path).size;
-    const from = this.stored.get(threadId) ?? (await this.storedSize(threadId));
+    const from = this.sizes.get(threadId) ?? (await this.storedSize(threadId));
     if (size <= from) {
-      this.stored.set(threadId, from);
-      return;
+      this.sizes.set(threadId, from);
+      return null;
     }
     const file = await open(path, "r");
     try {
-      const chunk = Buffer.alloc(size - from);
-      const { bytesRead } = await file.read(chunk, 0, chunk.length, from);
-      await this.pool.query(
-        "INSERT INTO rollout_chunks (thread_id, start_offset, data) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-        [threadId, from, chunk.subarray(0, bytesRead)],
-      );
-      this.stored.set(threadId, from + bytesRead);
+      const data = Buffer.alloc(size - from);
+      const { bytesRead } = await file.read(data, 0, data.length, from);
+      return { thread_id: threadId, start_offset: from, data: data.subarray(0, bytesRead) };
     } finally {
       await file.close();
     }
+  }
+
+  stored(chunk: RolloutChunk): void {
+    this.sizes.set(chunk.thread_id, chunk.start_offset + chunk.data.length);
   }
 
   private async storedSize(threadId: string): Promise<number> {

@@ -4,7 +4,7 @@
  * engine threads' rollouts. One implementation per store: PostgreSQL (several instances) and a single-instance one
  * for the embedded store.
  */
-import type { SessionRecord } from "../../store/types.js";
+import type { RolloutChunk, SessionRecord } from "../../store/types.js";
 
 /** An operation on a running turn, for the instance that owns it (JSON: it crosses the database). */
 export type ControlOp =
@@ -72,6 +72,13 @@ export interface Rollouts {
    * loaded, which must not be used.
    */
   prepare(threadId: string): Promise<{ moved: boolean; stale: boolean }>;
-  /** After a turn on `threadId`: stores what the engine appended to its rollout file. */
+  /** After work on `threadId` outside a turn: stores what the engine appended to its rollout file. */
   save(threadId: string): Promise<void>;
+  /**
+   * After a turn on `threadId`: what the engine appended to its rollout file since it was last stored (null:
+   * nothing, or rollouts are not shared), for the turn's end to store in its own transaction (`closeTurn`).
+   */
+  unsaved(threadId: string): Promise<RolloutChunk | null>;
+  /** The turn's end that carried `chunk` has committed. */
+  stored(chunk: RolloutChunk): void;
 }

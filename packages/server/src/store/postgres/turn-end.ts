@@ -1,7 +1,8 @@
 /**
- * A turn's end as one statement: the turn's open items closed, the turn and the session patched, and the closed
- * items with the session as patched returned together (one round trip where there were three; SQLite runs the
- * three steps, which cost it microseconds: tables/index.ts `closeTurnInSteps`).
+ * A turn's end as one statement: the turn's open items closed, the turn and the session patched, the thread's new
+ * rollout bytes stored, and the closed items with the session as patched returned together (one round trip where
+ * there were four; SQLite runs the three steps it has, which cost it microseconds: tables/index.ts
+ * `closeTurnInSteps`).
  */
 import { EMPTY, join, sql } from "../sql/query.js";
 import { assignments } from "../sql/table.js";
@@ -22,12 +23,17 @@ export function closeTurn(db: PgDb): Queries["closeTurn"] {
       turnSet.length > 0
         ? sql`, turn AS (UPDATE turns SET ${join(turnSet, ", ")} WHERE id = ${turnId} AND session_id = ${sessionId} RETURNING 1)`
         : EMPTY;
+    // The chunk may be stored already (a save of the same bytes that was thought lost): the same bytes stay.
+    const rollout = end.rollout
+      ? sql`, rollout AS (INSERT INTO rollout_chunks (thread_id, start_offset, data)
+          VALUES (${end.rollout.thread_id}, ${end.rollout.start_offset}, ${end.rollout.data}) ON CONFLICT DO NOTHING)`
+      : EMPTY;
     const session =
       sessionSet.length > 0
         ? sql`UPDATE sessions SET ${join(sessionSet, ", ")} WHERE id = ${sessionId} RETURNING ${SESSIONS.columns}`
         : sql`SELECT ${SESSIONS.columns} FROM sessions WHERE id = ${sessionId}`;
     const row = await q.row<{ closed: ItemRecord[]; session: SessionRecord | null }>(sql`
-      WITH closed AS (${closeOpenItemsStatement(sessionId, turnId, end.itemStatus)})${turnStep}, s AS (${session})
+      WITH closed AS (${closeOpenItemsStatement(sessionId, turnId, end.itemStatus)})${turnStep}${rollout}, s AS (${session})
       SELECT (SELECT coalesce(json_agg(closed ORDER BY ordinal), '[]'::json) FROM closed) AS closed,
         (SELECT row_to_json(s) FROM s) AS session`);
     return { closed: row?.closed ?? [], session: row?.session ?? undefined };

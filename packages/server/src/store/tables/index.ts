@@ -42,6 +42,7 @@ export function closeTurnInSteps(
   q: Pick<Queries, "closeOpenItems" | "updateTurn" | "updateSession">,
 ): Queries["closeTurn"] {
   return async (sessionId, turnId, end) => {
+    if (end.rollout) throw new Error("this store shares no rollouts: they are kept by the PostgreSQL store");
     const closed = await q.closeOpenItems(sessionId, turnId, end.itemStatus);
     await q.updateTurn(sessionId, turnId, end.turn);
     return { closed, session: await q.updateSession(sessionId, end.session) };

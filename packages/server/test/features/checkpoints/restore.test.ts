@@ -103,7 +103,6 @@ beforeEach(async () => {
     closed: () => false,
   });
   const rollouts = {
-    prepare: async () => ({ moved: false, stale: false }),
     save: async (id: string) => {
       saved.push(id);
     },

@@ -67,7 +67,6 @@ function threads(): ConversationThreads {
     runner: { withThread: (_s, fn) => fn(thread()) },
     engines,
     rollouts: {
-      prepare: async () => ({ moved: false, stale: false }),
       save: async (id) => {
         saved.push(id);
       },
@@ -244,7 +243,6 @@ describe("applying the plan", () => {
       runner: { withThread: (_s, fn) => fn(thread()) },
       engines: stubEngines(),
       rollouts: {
-        prepare: async () => ({ moved: false, stale: false }),
         save: () => Promise.reject(new Error("no shared store")),
       },
       logger: pino({ level: "silent" }),
