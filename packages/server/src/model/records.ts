@@ -314,6 +314,8 @@ export interface NewEvent {
   turn_id: string | null;
   created_at: number;
   item?: ItemWrite;
+  /** A turn the event records the start of (`turn.started`): inserted with it, in the same statement. */
+  turn?: TurnRecord;
 }
 
 /** What an append wrote: the stored event, and the item's ordinal when it inserted one. */

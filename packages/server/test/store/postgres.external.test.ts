@@ -199,6 +199,22 @@ describe("PostgresStore", () => {
       expect(await store.lastEventSeq("big")).toBe(1001);
     });
 
+    it("a turn's start is one statement: the turn inserted with the events that record it", async () => {
+      const store = await track(open());
+      await store.insertSession(session("s1"));
+      const t = turn("s1", "t1", 1);
+      const { result, sql } = await countStatements(store, () =>
+        store.appendEvents("s1", [
+          { ...newEvent({ type: "turn.started", data: { turn: t } }, "t1"), turn: t },
+          newEvent(delta(), "t1"),
+        ]),
+      );
+      expect(sql).toHaveLength(1);
+      expect(sql[0]).toMatch(/^WITH turn_0 AS \(INSERT INTO turns .*append_events/s);
+      expect(result.map((a) => a.event.seq)).toEqual([1, 2]);
+      expect(await store.getTurn("s1", "t1")).toEqual(t);
+    });
+
     it("a turn's end is one statement, the thread's new rollout bytes stored in it (and kept when stored before)", async () => {
       const store = await track(open());
       await store.insertSession(session("s1"));

@@ -20,6 +20,7 @@ import type {
   NewEvent,
   Queries,
   Store,
+  TurnRecord,
 } from "../../store/types.js";
 import {
   DEFAULT_PAGE_SIZE,
@@ -34,6 +35,8 @@ export type { SubscribeOptions, Subscription, SubscriptionMode } from "./subscri
 export interface AppendOptions {
   turn_id?: string | null;
   item?: ItemWrite;
+  /** The turn the event records the start of: inserted with it. */
+  turn?: TurnRecord;
 }
 
 /** Adds an event to the transaction of a `commit`. */
@@ -100,14 +103,29 @@ export class EventHub {
   /** Appends one event (batched with the others of this event-loop turn); resolves once it is stored. */
   append(sessionId: string, event: LogEvent, opts: AppendOptions = {}): Promise<Appended> {
     return new Promise((resolve, reject) => {
-      const entry: NewEvent = {
-        event,
-        turn_id: opts.turn_id ?? null,
-        created_at: this.now(),
-        ...(opts.item ? { item: opts.item } : {}),
-      };
-      this.enqueue(sessionId, { kind: "append", entry, resolve, reject });
+      this.enqueue(sessionId, { kind: "append", entry: this.entry(event, opts), resolve, reject });
     });
+  }
+
+  /**
+   * Appends the events together: all of them or none (one store write, with whatever the writer batches around
+   * them: consecutive appends are always one). Cheaper than a `commit` when nothing else is written.
+   */
+  appendTogether(
+    sessionId: string,
+    events: Array<{ event: LogEvent; opts?: AppendOptions }>,
+  ): Promise<Appended[]> {
+    return Promise.all(events.map(({ event, opts }) => this.append(sessionId, event, opts)));
+  }
+
+  private entry(event: LogEvent, opts: AppendOptions): NewEvent {
+    return {
+      event,
+      turn_id: opts.turn_id ?? null,
+      created_at: this.now(),
+      ...(opts.item ? { item: opts.item } : {}),
+      ...(opts.turn ? { turn: opts.turn } : {}),
+    };
   }
 
   /**
@@ -125,12 +143,7 @@ export class EventHub {
             result = await this.store.transaction(async (tx) => {
               const entries: NewEvent[] = [];
               const log: LogFn = (event, o = {}) => {
-                entries.push({
-                  event,
-                  turn_id: o.turn_id ?? null,
-                  created_at: this.now(),
-                  ...(o.item ? { item: o.item } : {}),
-                });
+                entries.push(this.entry(event, o));
               };
               const r = await fn(tx, log);
               if (entries.length > 0) {

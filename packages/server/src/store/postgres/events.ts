@@ -1,7 +1,11 @@
 import { FencedError } from "../fenced.js";
 import { outboxEvents } from "../outbox.js";
+import { render } from "../sql/db.js";
+import { EMPTY, join, jsonParam, raw, sql } from "../sql/query.js";
+import { insertStatement } from "../sql/table.js";
+import { TURNS } from "../tables/turns.js";
 import type { Appended, EventRecord, NewEvent, Queries } from "../types.js";
-import { json, type PgDb } from "./db.js";
+import { type PgDb, POSTGRES } from "./db.js";
 import { planItemWrites } from "./items.js";
 
 /** jsonb data comes back parsed; type and data are a LogEvent as it was appended. */
@@ -24,29 +28,26 @@ export function eventQueries(db: PgDb): EventQueries {
       if (events.length === 0) return [];
       // The whole batch is one statement (one round trip; one transaction unless inside one): append_events()
       // locks the session row, takes seqs and ordinals from its counters and writes events, items and the webhook
-      // outbox (one delivery per webhook event and subscribed endpoint of the session's project).
+      // outbox (one delivery per webhook event and subscribed endpoint of the session's project); the turns the
+      // batch starts are inserted by the statement's WITH clauses (append_events reads no turn).
       const outbox = outboxEvents(sessionId, events).map(({ index: _index, ...o }) => o);
-      const res = await db
-        .row<AppendRow>(
-          "SELECT base_seq, item_index, item_ordinal FROM append_events($1, $2::jsonb, $3::jsonb, $4, $5::jsonb)",
-          [
-            sessionId,
-            json(
-              events.map((e) => ({
-                type: e.event.type,
-                turn_id: e.turn_id,
-                created_at: e.created_at,
-                data: e.event.data,
-              })),
-            ),
-            json(planItemWrites(events)),
-            fence ?? null,
-            json(outbox),
-          ],
-        )
-        .catch((err: unknown) => {
-          throw (err as { code?: string }).code === "CF001" ? new FencedError(sessionId, fence ?? -1) : err;
-        });
+      const turns = events.flatMap((e) => (e.turn ? [insertStatement(TURNS, e.turn)] : []));
+      const inserts = turns.map((q, k) => sql`${raw(`turn_${k}`)} AS (${q})`);
+      const rows = events.map((e) => ({
+        type: e.event.type,
+        turn_id: e.turn_id,
+        created_at: e.created_at,
+        data: e.event.data,
+      }));
+      const { text, params } = render(
+        sql`${inserts.length > 0 ? sql`WITH ${join(inserts, ", ")} ` : EMPTY}SELECT base_seq, item_index, item_ordinal
+          FROM append_events(${sessionId}, ${jsonParam(rows)}, ${jsonParam(planItemWrites(events))}, ${fence ?? null},
+            ${jsonParam(outbox)})`,
+        POSTGRES,
+      );
+      const res = await db.row<AppendRow>(text, params).catch((err: unknown) => {
+        throw (err as { code?: string }).code === "CF001" ? new FencedError(sessionId, fence ?? -1) : err;
+      });
       if (!res) throw new Error("append_events returned nothing");
       const ordinals = new Map(res.item_index.map((i, k) => [i, res.item_ordinal[k]!]));
       return events.map((e: NewEvent, i): Appended => {

@@ -706,6 +706,46 @@ describe("EventHub", () => {
       expect(seqs(await reader)).toEqual(range(1, 7));
       h.closeAll();
     });
+
+    it("appendTogether: one store write, even while another is being written; all fail together", async () => {
+      const calls: number[] = [];
+      let release!: () => void;
+      const gate = new Promise<void>((r) => {
+        release = r;
+      });
+      const gated = wrap(store, {
+        appendEvents: async (sid: string, events: NewEvent[]) => {
+          calls.push(events.length);
+          if (calls.length === 1) await gate;
+          return store.appendEvents(sid, events);
+        },
+      });
+      const h = new EventHub(gated);
+      const first = h.append("s1", delta(0));
+      await waitFor(() => calls.length === 1, "the first batch");
+      const t = turn("s1", "t1", 5, { status: "in_progress" });
+      const together = h.appendTogether("s1", [
+        { event: { type: "turn.started", data: { turn: t } }, opts: { turn_id: "t1", turn: t } },
+        { event: delta(1), opts: { turn_id: "t1" } },
+      ]);
+      release();
+      await first;
+      expect((await together).map((a) => [a.event.seq, a.event.type])).toEqual([
+        [2, "turn.started"],
+        [3, "item.delta"],
+      ]);
+      expect(calls).toEqual([1, 2]);
+      expect(await store.getTurn("s1", "t1")).toEqual(t);
+      // The same turn again cannot be inserted: neither event is written.
+      await expect(
+        h.appendTogether("s1", [
+          { event: delta(2) },
+          { event: { type: "turn.started", data: { turn: t } }, opts: { turn_id: "t1", turn: t } },
+        ]),
+      ).rejects.toThrow();
+      expect(await store.lastEventSeq("s1")).toBe(3);
+      h.closeAll();
+    });
   });
 
   describe("commit", () => {
