@@ -7,12 +7,46 @@
  * file from the chunks (a "move"). An engine that still has the thread loaded keeps its older copy in memory and
  * would write over the newer turns, so a move also reports the local copy stale.
  */
-import { existsSync, mkdirSync, readdirSync, renameSync, statSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { open } from "node:fs/promises";
 import { join } from "node:path";
 import type pg from "pg";
 import type { RolloutChunk } from "../../store/types.js";
 import type { Rollouts } from "./types.js";
+
+/**
+ * A turn's new bytes up to this size are read at once (from the page cache: microseconds, where three trips through
+ * libuv's thread pool cost a good part of a millisecond at the end of every turn); larger ones without blocking.
+ */
+const SYNC_READ_BYTES = 1 << 20;
+
+function readNow(path: string, into: Buffer, from: number): number {
+  const fd = openSync(path, "r");
+  try {
+    return readSync(fd, into, 0, into.length, from);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+async function readLater(path: string, into: Buffer, from: number): Promise<number> {
+  const file = await open(path, "r");
+  try {
+    return (await file.read(into, 0, into.length, from)).bytesRead;
+  } finally {
+    await file.close();
+  }
+}
 
 export class PgRollouts implements Rollouts {
   /** Local rollout file of each thread seen here. */
@@ -64,14 +98,10 @@ export class PgRollouts implements Rollouts {
       this.sizes.set(threadId, from);
       return null;
     }
-    const file = await open(path, "r");
-    try {
-      const data = Buffer.alloc(size - from);
-      const { bytesRead } = await file.read(data, 0, data.length, from);
-      return { thread_id: threadId, start_offset: from, data: data.subarray(0, bytesRead) };
-    } finally {
-      await file.close();
-    }
+    const data = Buffer.alloc(size - from);
+    const bytesRead =
+      data.length <= SYNC_READ_BYTES ? readNow(path, data, from) : await readLater(path, data, from);
+    return { thread_id: threadId, start_offset: from, data: data.subarray(0, bytesRead) };
   }
 
   stored(chunk: RolloutChunk): void {
