@@ -155,6 +155,19 @@ export interface Queries {
    */
   claimSession(id: string, turnId: string, patch: SessionPatch): Promise<SessionRecord | undefined>;
   /**
+   * A turn's start in one step: `session` claimed for `turn` as `claimSession` does (with `patch`), the turn inserted,
+   * and its first events appended at `at`, fenced by the claim (`startEvents`: `turn.started`, then `session.status`
+   * with the session as claimed; the status's webhook event is made from `session` with `patch` over it). undefined
+   * when another turn is active or the session is gone: nothing is written. One statement on PostgreSQL; its steps in
+   * one transaction on SQLite.
+   */
+  startTurn(
+    session: SessionRecord,
+    turn: TurnRecord,
+    patch: SessionPatch,
+    at: number,
+  ): Promise<{ session: SessionRecord; appended: Appended[] } | undefined>;
+  /**
    * Gives back the claim `turnId` holds (active_turn_id = null, plus `patch`): the session after it, or undefined when
    * the claim is not held any more (taken over and claimed again meanwhile) or the session is gone.
    */
@@ -385,6 +398,7 @@ export const QUERY_ACCESS: { readonly [K in keyof Queries]: "read" | "write" } =
   getSession: "read",
   updateSession: "write",
   claimSession: "write",
+  startTurn: "write",
   releaseSession: "write",
   deleteSession: "write",
   listSessions: "read",

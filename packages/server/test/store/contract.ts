@@ -786,6 +786,60 @@ export function storeContract(
         expect((await store.listTurns("s1", { status: "queued" })).data).toEqual([]);
       });
 
+      it("startTurn claims the session, inserts the turn and appends its first events in one step", async () => {
+        await store.insertWebhookEndpoint(endpoint("whe_all", 1));
+        await store.appendEvents("s1", [newEvent()]);
+        const before = (await store.getSession("s1"))!;
+        const t = turn("s1", "t1", 5, { status: "in_progress", input: [{ type: "text", text: "hi" }] });
+        const patch = {
+          status: "in_progress" as const,
+          error: null,
+          updated_at: 1500,
+          owner_instance: "inst_a",
+        };
+        const started = await store.startTurn(before, t, patch, 1500.5);
+        const claimed = await store.getSession("s1");
+        expect(started?.session).toEqual(claimed);
+        expect(claimed).toMatchObject({
+          ...patch,
+          active_turn_id: "t1",
+          lease_epoch: before.lease_epoch + 1,
+        });
+        expect(await store.getTurn("s1", "t1")).toEqual(t);
+        // The events as stored are the ones handed back (to publish): the turn, then the session as claimed.
+        expect(started?.appended.map((a) => a.ordinal)).toEqual([null, null]);
+        expect(await store.readEvents("s1", 1, 10)).toEqual(started?.appended.map((a) => a.event));
+        expect(
+          started?.appended.map((a) => [a.event.seq, a.event.type, a.event.turn_id, a.event.created_at]),
+        ).toEqual([
+          [2, "turn.started", "t1", 1500.5],
+          [3, "session.status", "t1", 1500.5],
+        ]);
+        expect(started?.appended[1]?.event).toMatchObject({ data: { session: claimed } });
+        // Its webhook event, as an append of the same status writes it.
+        const deliveries = (await store.listWebhookDeliveries("whe_all", { order: "asc" })).data;
+        expect(deliveries.map((d) => [d.event_type, d.data])).toEqual([
+          [
+            "agent.session.in_progress",
+            { id: "s1", environment_type: "self_hosted", environment_id: "env_local" },
+          ],
+        ]);
+        // Claimed already, or no such session: nothing is written.
+        const t2 = turn("s1", "t2", 6);
+        expect(await store.startTurn(claimed!, t2, patch, 1501)).toBeUndefined();
+        expect(
+          await store.startTurn({ ...before, id: "nope" }, turn("nope", "t3"), patch, 1501),
+        ).toBeUndefined();
+        expect(await store.getTurn("s1", "t2")).toBeUndefined();
+        expect(await store.lastEventSeq("s1")).toBe(3);
+        expect(await store.getSession("s1")).toEqual(claimed);
+        // Inside a transaction too (its steps, or its statement, on the transaction's connection).
+        await store.releaseSession("s1", "t1", { status: "idle" });
+        const inTx = await store.transaction((tx) => tx.startTurn(claimed!, t2, patch, 1502));
+        expect(inTx?.session).toMatchObject({ active_turn_id: "t2", lease_epoch: before.lease_epoch + 2 });
+        expect(await store.getTurn("s1", "t2")).toEqual(t2);
+      });
+
       it("is inserted with the event that starts it; a turn that cannot be inserted fails the whole batch", async () => {
         const t = turn("s1", "t1", 5, {
           goal: { mode: "input", objective: "o" },

@@ -199,7 +199,7 @@ describe("PostgresStore", () => {
       expect(await store.lastEventSeq("big")).toBe(1001);
     });
 
-    it("a turn's start is one statement: the turn inserted with the events that record it", async () => {
+    it("a turn's start is one statement: the turn inserted with the events that record it (and the claim)", async () => {
       const store = await track(open());
       await store.insertSession(session("s1"));
       const t = turn("s1", "t1", 1);
@@ -213,6 +213,16 @@ describe("PostgresStore", () => {
       expect(sql[0]).toMatch(/^WITH turn_0 AS \(INSERT INTO turns .*append_events/s);
       expect(result.map((a) => a.event.seq)).toEqual([1, 2]);
       expect(await store.getTurn("s1", "t1")).toEqual(t);
+      // A turn without a goal: the claim too.
+      await store.insertSession(session("s2"));
+      const s2 = (await store.getSession("s2"))!;
+      const t2 = turn("s2", "t2", 2);
+      const started = await countStatements(store, () =>
+        store.startTurn(s2, t2, { status: "in_progress", updated_at: 2 }, 2),
+      );
+      expect(started.sql).toHaveLength(1);
+      expect(started.result?.appended.map((a) => a.event.seq)).toEqual([1, 2]);
+      expect(await store.getTurn("s2", "t2")).toEqual(t2);
     });
 
     it("a turn's end is one statement, the thread's new rollout bytes stored in it (and kept when stored before)", async () => {

@@ -1,8 +1,9 @@
 /**
  * The start of a turn: the store claims the session atomically (of two concurrent starts, on any instances, one
- * wins), the claim's lease epoch fences every write of the turn from then on, the goal side is built, and the turn
- * is recorded (`turn.started`) with the session's new status. A goal side that cannot be built gives the session
- * back as it was; a session deleted meanwhile is "not found".
+ * wins), the claim's lease epoch fences every write of the turn from then on, and the turn is recorded
+ * (`turn.started`) with the session's new status — in one write (`startTurn`), or, for a goal, with the goal side
+ * built between the claim and the record. A goal side that cannot be built gives the session back as it was; a
+ * session deleted meanwhile is "not found".
  */
 import type { Clock } from "../../kernel/clock.js";
 import { conflict, notFound, unavailable } from "../../kernel/errors.js";
@@ -47,41 +48,46 @@ export async function claimTurn(
   }
   const now = clock.now();
   const turnId = opts.turnId ?? newId("turn_");
-  const claimed = await store.claimSession(session.id, turnId, {
-    status: "in_progress",
+  const patch = {
+    status: "in_progress" as const,
     error: null,
     last_active_at: now,
     updated_at: now,
     owner_instance: cluster.instanceId,
-  });
-  if (!claimed) throw conflict("Session has an active turn");
-  // Every write of this turn carries the claim's fencing token: refused once another instance has taken over.
-  hub.fence(session.id, claimed.lease_epoch);
+  };
   // A session deleted while its turn starts (after the claim) fails the writes that follow: it is "not found",
   // as it would have been a moment earlier.
   const deletedMeanwhile = async (err: unknown) =>
     (await store.getSession(session.id)) ? err : notFound(`Session ${session.id} not found`, "session_id");
-  let goal: GoalRun | null = null;
+  if (!opts.goal) {
+    // No goal side to build in between: the claim, the turn and its first events are one write.
+    const turn = newTurn(session.id, turnId, now, input, null);
+    const claimed = await hub
+      .write(session.id, async (s) => {
+        const started = await s.startTurn(session, turn, patch, hub.now());
+        return { result: started?.session, appended: started?.appended ?? [] };
+      })
+      .catch(async (err: unknown) => {
+        throw await deletedMeanwhile(err);
+      });
+  if (!claimed) throw conflict("Session has an active turn");
+    // Every later write of this turn carries the claim's fencing token: refused once another instance has taken over.
+    hub.fence(session.id, claimed.lease_epoch);
+    return { session: claimed, turn, goal: null };
+  }
+  // A goal's side is built once the session is claimed: claim, build, then record the turn.
+  const claimed = await store.claimSession(session.id, turnId, patch);
+  if (!claimed) throw conflict("Session has an active turn");
+  hub.fence(session.id, claimed.lease_epoch);
+  let goal: GoalRun;
   try {
-    goal = opts.goal ? await opts.goal(turnId) : null;
+    goal = await opts.goal(turnId);
   } catch (err) {
     hub.fence(session.id, null);
     await store.releaseSession(session.id, turnId, { status: session.status, error: session.error });
     throw await deletedMeanwhile(err);
   }
-  const turn: TurnRecord = {
-    id: turnId,
-    session_id: session.id,
-    created_at: now,
-    started_at: now,
-    completed_at: null,
-    status: "in_progress",
-    input: input.items,
-    error: null,
-    usage: null,
-    goal: goal ? { mode: goal.mode, objective: goal.objective } : null,
-    subagent_id: null,
-  };
+  const turn = newTurn(session.id, turnId, now, input, { mode: goal.mode, objective: goal.objective });
   try {
     // The turn is inserted with its first event (one statement on PostgreSQL).
     await hub.appendTogether(session.id, [
@@ -94,4 +100,26 @@ export async function claimTurn(
     throw gone;
   }
   return { session: claimed, turn, goal };
+}
+
+function newTurn(
+  sessionId: string,
+  id: string,
+  now: number,
+  input: TurnInput,
+  goal: TurnRecord["goal"],
+): TurnRecord {
+  return {
+    id,
+    session_id: sessionId,
+    created_at: now,
+    started_at: now,
+    completed_at: null,
+    status: "in_progress",
+    input: input.items,
+    error: null,
+    usage: null,
+    goal,
+    subagent_id: null,
+  };
 }

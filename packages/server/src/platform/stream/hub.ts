@@ -66,7 +66,8 @@ export class EventHub {
   private readonly fetched = new Map<string, number>();
   /** Sessions whose new events are being read for their subscribers, with the seq to read up to. */
   private readonly fetching = new Map<string, number>();
-  private readonly now: () => number;
+  /** The clock of the events' `created_at` (unix seconds). */
+  readonly now: () => number;
 
   private readonly onListenerError: (err: unknown) => void;
 
@@ -133,30 +134,44 @@ export class EventHub {
    * same transaction and published once it has committed. Rejects (nothing written) when fn throws.
    */
   commit<T>(sessionId: string, fn: (tx: Queries, log: LogFn) => Promise<T>): Promise<T> {
+    return this.write(sessionId, async (store) => {
+      let appended: Appended[] = [];
+      const result = await store.transaction(async (tx) => {
+        const entries: NewEvent[] = [];
+        const log: LogFn = (event, o = {}) => {
+          entries.push(this.entry(event, o));
+        };
+        const r = await fn(tx, log);
+        if (entries.length > 0)
+          appended = await tx.appendEvents(sessionId, entries, this.fences.get(sessionId));
+        return r;
+      });
+      return { result, appended };
+    });
+  }
+
+  /**
+   * Runs a store operation that appends events itself, atomically with the rest it writes (e.g. `startTurn`), after
+   * the session's earlier writes; what it appended is published once it has returned. Rejects (nothing published)
+   * when it throws.
+   */
+  write<T>(
+    sessionId: string,
+    fn: (store: Store) => Promise<{ result: T; appended: Appended[] }>,
+  ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.enqueue(sessionId, {
         kind: "task",
         run: async () => {
-          let appended: Appended[] = [];
-          let result: T;
+          let out: { result: T; appended: Appended[] };
           try {
-            result = await this.store.transaction(async (tx) => {
-              const entries: NewEvent[] = [];
-              const log: LogFn = (event, o = {}) => {
-                entries.push(this.entry(event, o));
-              };
-              const r = await fn(tx, log);
-              if (entries.length > 0) {
-                appended = await tx.appendEvents(sessionId, entries, this.fences.get(sessionId));
-              }
-              return r;
-            });
+            out = await fn(this.store);
           } catch (err) {
             reject(err);
             return;
           }
-          this.published(sessionId, appended);
-          resolve(result);
+          this.published(sessionId, out.appended);
+          resolve(out.result);
         },
       });
     });

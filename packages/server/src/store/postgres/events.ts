@@ -22,6 +22,25 @@ export type EventQueries = Pick<
   "appendEvents" | "readEvents" | "lastEventSeq" | "firstEventSeqOfTurn"
 >;
 
+/** The events append_events() stored from `baseSeq` on, as the store hands them back (with the items' ordinals). */
+export function appendedAt(
+  sessionId: string,
+  events: readonly NewEvent[],
+  baseSeq: number,
+  ordinals: ReadonlyMap<number, number> = new Map(),
+): Appended[] {
+  return events.map((e, i): Appended => {
+    const event = {
+      ...e.event,
+      session_id: sessionId,
+      seq: baseSeq + i + 1,
+      turn_id: e.turn_id,
+      created_at: e.created_at,
+    } as EventRecord;
+    return { event, ordinal: ordinals.get(i) ?? null };
+  });
+}
+
 export function eventQueries(db: PgDb): EventQueries {
   return {
     async appendEvents(sessionId, events, fence) {
@@ -50,16 +69,7 @@ export function eventQueries(db: PgDb): EventQueries {
       });
       if (!res) throw new Error("append_events returned nothing");
       const ordinals = new Map(res.item_index.map((i, k) => [i, res.item_ordinal[k]!]));
-      return events.map((e: NewEvent, i): Appended => {
-        const event = {
-          ...e.event,
-          session_id: sessionId,
-          seq: res.base_seq + i + 1,
-          turn_id: e.turn_id,
-          created_at: e.created_at,
-        } as EventRecord;
-        return { event, ordinal: ordinals.get(i) ?? null };
-      });
+      return appendedAt(sessionId, events, res.base_seq, ordinals);
     },
     async readEvents(sessionId, afterSeq, limit) {
       if (limit <= 0) return [];

@@ -22,6 +22,7 @@ import { revokeKey } from "./keys.js";
 import { type Migrated, migrate } from "./migrate.js";
 import { deleteSession } from "./sessions.js";
 import { closeTurn } from "./turn-end.js";
+import { startTurn } from "./turn-start.js";
 
 export {
   MIGRATION_LOCK_KEY,
@@ -57,6 +58,7 @@ function queries(db: PgDb): Queries {
     deleteSession: deleteSession(db),
     updateEnvironment: updateEnvironment(db),
     closeTurn: closeTurn(db),
+    startTurn: startTurn(db),
   };
   return { ...sharedQueries(sqlDb(db), POSTGRES_CLAIMS), ...own, revokeKey: revokeKey(db) };
 }

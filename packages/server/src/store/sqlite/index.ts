@@ -10,7 +10,7 @@ import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { AsyncLock } from "../../kernel/lock.js";
-import { type BackendQueries, closeTurnInSteps, sharedQueries } from "../tables/index.js";
+import { type BackendQueries, closeTurnInSteps, sharedQueries, startTurnInSteps } from "../tables/index.js";
 import { QUERY_ACCESS, type Queries, type Store } from "../types.js";
 import { SQLITE_CLAIMS } from "./claims.js";
 import { Counters } from "./counters.js";
@@ -59,6 +59,7 @@ function compose(raw: Database.Database, file: string): SqliteStore {
     deleteSession: deleteSession(db, counters),
     updateEnvironment: updateEnvironment(db),
     closeTurn: (...args) => closeTurnInSteps(inner)(...args),
+    startTurn: (...args) => startTurnInSteps(inner)(...args),
   };
   /** The operations as they run inside a transaction (no lock: the transaction holds it). */
   const inner: Queries = { ...sharedQueries(sqlDb(db), SQLITE_CLAIMS), ...own };
@@ -69,28 +70,30 @@ function compose(raw: Database.Database, file: string): SqliteStore {
     (outer as Record<QueryName, unknown>)[name] = (...args: unknown[]) =>
       lock.busy ? lock.run(() => op(...args)) : op(...args);
   }
+  const transaction = <T>(fn: (tx: Queries) => Promise<T>): Promise<T> =>
+    lock.run(async () => {
+      raw.exec("BEGIN IMMEDIATE");
+      try {
+        const result = await fn(inner);
+        raw.exec("COMMIT");
+        return result;
+      } catch (err) {
+        if (raw.inTransaction) raw.exec("ROLLBACK");
+        counters.clear();
+        throw err;
+      }
+    });
   return {
     ...outer,
+    // Three steps with awaits between them: atomic only in a transaction of their own (inside one: the steps).
+    startTurn: (...args) => transaction((tx) => tx.startTurn(...args)),
     kind: "sqlite",
     file,
     // Changes when another connection (another process: the CLI) has committed; this process has one connection.
     async changeCounter() {
       return raw.open ? (raw.pragma("data_version", { simple: true }) as number) : null;
     },
-    transaction<T>(fn: (tx: Queries) => Promise<T>): Promise<T> {
-      return lock.run(async () => {
-        raw.exec("BEGIN IMMEDIATE");
-        try {
-          const result = await fn(inner);
-          raw.exec("COMMIT");
-          return result;
-        } catch (err) {
-          if (raw.inTransaction) raw.exec("ROLLBACK");
-          counters.clear();
-          throw err;
-        }
-      });
-    },
+    transaction,
     async close() {
       await lock.run(() => undefined);
       if (!raw.open) return;

@@ -5,7 +5,7 @@
  * PostgreSQL also replaces revokeKey with one that announces the revocation to every instance.
  */
 import type { SqlDb } from "../sql/db.js";
-import type { Queries } from "../types.js";
+import type { NewEvent, Queries, SessionRecord, TurnRecord } from "../types.js";
 import { agentQueries } from "./agents.js";
 import { automationQueries } from "./automations.js";
 import { type ClaimStatements, claimQueries } from "./claims.js";
@@ -34,6 +34,27 @@ export function sharedQueries(db: SqlDb, claims: ClaimStatements) {
     ...automationQueries(db),
     ...webhookQueries(db),
     ...fileQueries(db),
+  };
+}
+
+/** The events a turn's start appends (see `startTurn`): the turn, then the session as claimed. */
+export function startEvents(turn: TurnRecord, claimed: SessionRecord, at: number): NewEvent[] {
+  return [
+    { event: { type: "turn.started", data: { turn } }, turn_id: turn.id, created_at: at },
+    { event: { type: "session.status", data: { session: claimed } }, turn_id: turn.id, created_at: at },
+  ];
+}
+
+/** `startTurn` as its three steps, one after the other (inside a transaction: SQLite's `startTurn` opens one). */
+export function startTurnInSteps(
+  q: Pick<Queries, "claimSession" | "insertTurn" | "appendEvents">,
+): Queries["startTurn"] {
+  return async (session, turn, patch, at) => {
+    const claimed = await q.claimSession(session.id, turn.id, patch);
+    if (!claimed) return undefined;
+    await q.insertTurn(turn);
+    const appended = await q.appendEvents(session.id, startEvents(turn, claimed, at), claimed.lease_epoch);
+    return { session: claimed, appended };
   };
 }
 
