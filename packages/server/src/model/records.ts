@@ -318,6 +318,30 @@ export interface NewEvent {
   turn?: TurnRecord;
 }
 
+/** What a turn's end logs (the store's `endTurn`). */
+export interface TurnEndLog {
+  /** The events' `created_at`. */
+  at: number;
+  /** Logged first: the actions nobody will answer now, the commands a stop ended (with their item writes). */
+  before: NewEvent[];
+  /** The `output_index` of the turn's items so far: an item closed here without one gets the next, in order. */
+  outputIndex: ReadonlyMap<string, number>;
+  /** The turn's terminal event (`turn.completed`, `turn.failed` or `turn.cancelled`), after the closed items'. */
+  turn: LogEvent;
+  /** The session as the caller expects the end to leave it: its status's webhook event is made from it. */
+  webhook: SessionRecord;
+}
+
+/**
+ * Bytes an engine appended to a thread's rollout file, from `start_offset` on: how a thread's conversation is shared
+ * between instances (PostgreSQL's `rollout_chunks`, see platform/cluster/rollouts.ts).
+ */
+export interface RolloutChunk {
+  thread_id: string;
+  start_offset: number;
+  data: Buffer;
+}
+
 /** What an append wrote: the stored event, and the item's ordinal when it inserted one. */
 export interface Appended {
   event: EventRecord;

@@ -21,8 +21,10 @@ import type {
   ItemState,
   KeyRecord,
   NewEvent,
+  RolloutChunk,
   SealedKind,
   SessionRecord,
+  TurnEndLog,
   TurnRecord,
   TurnStatus,
   VaultCredentialRecord,
@@ -70,15 +72,15 @@ export interface HistoryCopy {
 export type SessionPatch = Partial<Omit<SessionRecord, "id" | "project_id" | "created_at">>;
 export type TurnPatch = Partial<Omit<TurnRecord, "id" | "session_id" | "created_at">>;
 
-/**
- * Bytes an engine appended to a thread's rollout file, from `start_offset` on: how a thread's conversation is shared
- * between instances (PostgreSQL's `rollout_chunks`, see platform/cluster/rollouts.ts).
- */
-export interface RolloutChunk {
-  thread_id: string;
-  start_offset: number;
-  data: Buffer;
+/** What a turn's end writes (see `endTurn`). */
+export interface TurnEndWrite {
+  /** The `status` set on the data of the turn's items still open (they become `incomplete`). */
+  itemStatus: string;
+  turn: TurnPatch;
+  session: SessionPatch;
+  rollout?: RolloutChunk | null;
 }
+
 export type AgentPatch = Partial<Omit<AgentRecord, "id" | "project_id" | "created_at">>;
 export type AutomationPatch = Partial<Omit<AutomationRecord, "id" | "project_id" | "created_at" | "type">>;
 export type InvocationPatch = Partial<
@@ -192,17 +194,21 @@ export interface Queries {
   /** Items of a turn still `started`: marks them `incomplete` with `status` set on their data; returns them. */
   closeOpenItems(sessionId: string, turnId: string, status: string): Promise<ItemRecord[]>;
   /**
-   * A turn's end in one step: its open items closed as `closeOpenItems` does (with `itemStatus`), the turn and the
-   * session patched, and what the engine appended to the thread's rollout during the turn stored with them (so the
-   * session is never idle without it: another instance may run its next turn). The closed items, in order, and the
-   * session as patched (undefined: no such session). One statement on PostgreSQL; three on SQLite, so atomic there
-   * inside a transaction (where a turn's end runs). SQLite shares no rollouts (one instance) and refuses a chunk.
+   * A turn's end in one step: its open items closed as `closeOpenItems` does (with `end.itemStatus`), the turn and the
+   * session patched, what the engine appended to the thread's rollout during the turn stored with them (so the
+   * session is never idle without it: another instance may run its next turn), and its events appended, fenced
+   * (`endEvents`: `log.before`, an `item.completed` for each item it closed, `log.turn`, then `session.status` with
+   * the session as patched). The closed items in order, the session as patched and the events appended; when the
+   * session is gone, nothing is appended (`session` undefined). One statement on PostgreSQL; its steps in one
+   * transaction on SQLite, which shares no rollouts (one instance) and refuses a chunk.
    */
-  closeTurn(
+  endTurn(
     sessionId: string,
     turnId: string,
-    end: { itemStatus: string; turn: TurnPatch; session: SessionPatch; rollout?: RolloutChunk | null },
-  ): Promise<{ closed: ItemRecord[]; session: SessionRecord | undefined }>;
+    end: TurnEndWrite,
+    log: TurnEndLog,
+    fence?: number,
+  ): Promise<{ closed: ItemRecord[]; session: SessionRecord | undefined; appended: Appended[] }>;
   /**
    * Copies the items of these turns of one session (its own turns, not its subagents'; with `through_ordinal`, only
    * those at or before it), in their order, after the other session's items, and those turns (unless it has them),
@@ -411,7 +417,7 @@ export const QUERY_ACCESS: { readonly [K in keyof Queries]: "read" | "write" } =
   listTurns: "read",
   listItems: "read",
   closeOpenItems: "write",
-  closeTurn: "write",
+  endTurn: "write",
   copyHistory: "write",
   appendEvents: "write",
   readEvents: "read",

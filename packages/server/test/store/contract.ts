@@ -1051,7 +1051,8 @@ export function storeContract(
         expect(await store.closeOpenItems("nope", "t1", "failed")).toEqual([]);
       });
 
-      it("closeTurn closes the turn's open items and patches the turn and the session, in one step", async () => {
+      it("endTurn closes the turn's items, patches the turn and the session and appends its events, in one step", async () => {
+        await store.insertWebhookEndpoint(endpoint("whe_all", 1));
         await store.insertTurn(turn("s1", "t1", 1));
         await store.insertTurn(turn("s1", "t2", 2));
         await store.appendEvents("s1", [
@@ -1066,40 +1067,123 @@ export function storeContract(
           reasoning_output_tokens: 0,
           total_tokens: 7,
         };
-        const end = await store.closeTurn("s1", "t1", {
-          itemStatus: "failed",
-          turn: { status: "failed", error: { code: "x", message: "why" }, completed_at: 1500 },
-          session: { status: "idle", error: "why", active_turn_id: null, usage, updated_at: 1501 },
-        });
+        // Logged first: an action nobody answers, and a command a stop ended (its own final data).
+        const stopped = threadItem("i1", "stopped");
+        const before: NewEvent[] = [
+          newEvent(
+            {
+              type: "action.resolved",
+              data: { action_id: "a1", action_type: "approval_request", answer: null },
+            },
+            "t1",
+            1500,
+          ),
+          {
+            ...newEvent({ type: "item.completed", data: { item: stopped, output_index: 0 } }, "t1", 1500),
+            item: { kind: "finish", turn_id: "t1", item: stopped, created_at: 1500, state: "incomplete" },
+          },
+        ];
+        const ended: TurnRecord = {
+          ...turn("s1", "t1", 1),
+          status: "failed",
+          error: { code: "x", message: "why" },
+        };
+        const patch = {
+          status: "idle" as const,
+          error: "why",
+          active_turn_id: null,
+          usage,
+          updated_at: 1501,
+        };
+        const webhook = { ...(await store.getSession("s1"))!, ...patch };
+        const end = await store.endTurn(
+          "s1",
+          "t1",
+          {
+            itemStatus: "failed",
+            turn: { status: "failed", error: ended.error, completed_at: 1500 },
+            session: patch,
+          },
+          // i1 has an output_index, i2 none: it gets the next one
+          {
+            at: 1500,
+            before,
+            outputIndex: new Map([
+              ["i1", 0],
+              ["x", 1],
+            ]),
+            turn: { type: "turn.failed", data: { turn: ended } },
+            webhook,
+          },
+        );
         expect(end.closed.map((i) => [i.ordinal, i.id, i.state])).toEqual([
           [0, "i1", "incomplete"],
           [2, "i2", "incomplete"],
         ]);
-        expect(end.closed[0]).toEqual(await item("s1", 0));
         expect(end.closed[1]!.data).toEqual({ ...threadItem("i2"), status: "failed" });
+        // The stopped command's own data is the item's last word; other turns' items are left alone.
+        expect(await item("s1", 0)).toMatchObject({ state: "incomplete", data: stopped });
         expect(await item("s1", 1)).toMatchObject({ state: "started" });
         // The session as stored, with every field as getSession gives it.
         expect(end.session).toEqual(await store.getSession("s1"));
         expect(end.session).toMatchObject({ status: "idle", error: "why", usage, updated_at: 1501 });
-        expect(await store.getTurn("s1", "t1")).toMatchObject({
-          status: "failed",
-          error: { code: "x", message: "why" },
-          completed_at: 1500,
-        });
+        expect(await store.getTurn("s1", "t1")).toMatchObject({ status: "failed", completed_at: 1500 });
         expect(await store.getTurn("s1", "t2")).toEqual(turn("s1", "t2", 2));
-        // Nothing left open; a session that is not there.
-        const again = await store.closeTurn("s1", "t1", {
-          itemStatus: "failed",
-          turn: { status: "failed" },
-          session: { status: "idle" },
-        });
+        // The events as stored are the ones handed back (to publish), in this order.
+        expect(await store.readEvents("s1", 3, 10)).toEqual(end.appended.map((a) => a.event));
+        expect(
+          end.appended.map((a) => {
+            const d = a.event.data as { output_index?: number; item?: { id: string } };
+            return [
+              a.event.seq,
+              a.event.type,
+              d.item?.id ?? null,
+              d.output_index ?? null,
+              a.event.created_at,
+            ];
+          }),
+        ).toEqual([
+          [4, "action.resolved", null, null, 1500],
+          [5, "item.completed", "i1", 0, 1500],
+          [6, "item.completed", "i1", 0, 1500],
+          [7, "item.completed", "i2", 2, 1500],
+          [8, "turn.failed", null, null, 1500],
+          [9, "session.status", null, null, 1500],
+        ]);
+        expect(end.appended[3]?.event).toMatchObject({ data: { item: end.closed[1]!.data } });
+        expect(end.appended[5]?.event).toMatchObject({ data: { session: end.session } });
+        const deliveries = (await store.listWebhookDeliveries("whe_all", { order: "asc" })).data;
+        expect(deliveries.map((d) => d.event_type)).toEqual(["agent.session.idle"]);
+
+        // Nothing left open; a wrong fence writes nothing; a session that is not there.
+        const log = {
+          at: 1600,
+          before: [],
+          outputIndex: new Map<string, number>(),
+          turn: { type: "turn.failed" as const, data: { turn: ended } },
+          webhook,
+        };
+        await expect(
+          store.endTurn(
+            "s1",
+            "t1",
+            { itemStatus: "failed", turn: { status: "completed" }, session: { error: null } },
+            log,
+            999,
+          ),
+        ).rejects.toBeInstanceOf(FencedError);
+        expect(await store.getTurn("s1", "t1")).toMatchObject({ status: "failed" });
+        expect((await store.getSession("s1"))?.error).toBe("why");
+        const again = await store.endTurn("s1", "t1", { itemStatus: "failed", turn: {}, session: {} }, log);
         expect(again.closed).toEqual([]);
-        const none = await store.closeTurn("nope", "t1", {
-          itemStatus: "failed",
-          turn: { status: "failed" },
-          session: { status: "idle" },
-        });
-        expect(none).toEqual({ closed: [], session: undefined });
+        expect(again.appended.map((a) => a.event.type)).toEqual(["turn.failed", "session.status"]);
+        const none = await store.endTurn(
+          "nope",
+          "t1",
+          { itemStatus: "failed", turn: { status: "failed" }, session: { status: "idle" } },
+          log,
+        );
+        expect(none).toEqual({ closed: [], session: undefined, appended: [] });
       });
 
       it("root_only leaves out the items of the session's subagents' turns", async () => {

@@ -231,17 +231,35 @@ describe("PostgresStore", () => {
       await store.insertTurn(turn("s1", "t1", 1));
       await store.appendEvents("s1", [startItem("t1", threadItem("i1"))]);
       const data = Buffer.from('{"type":"turn"}\n\u0000\u00ff', "latin1");
+      const done = turn("s1", "t1", 1, { status: "completed" });
+      const log = {
+        at: 1500,
+        before: [],
+        outputIndex: new Map([["i1", 0]]),
+        turn: { type: "turn.completed" as const, data: { turn: done } },
+        webhook: { ...session("s1"), status: "idle" as const },
+      };
       const { result, sql } = await countStatements(store, () =>
-        store.closeTurn("s1", "t1", {
-          itemStatus: "failed",
-          turn: { status: "completed", completed_at: 1500 },
-          session: { status: "idle", active_turn_id: null },
-          rollout: { thread_id: "thr_1", start_offset: 120, data },
-        }),
+        store.endTurn(
+          "s1",
+          "t1",
+          {
+            itemStatus: "failed",
+            turn: { status: "completed", completed_at: 1500 },
+            session: { status: "idle", active_turn_id: null },
+            rollout: { thread_id: "thr_1", start_offset: 120, data },
+          },
+          log,
+        ),
       );
       expect(sql).toHaveLength(1);
       expect(result.closed.map((i) => i.id)).toEqual(["i1"]);
       expect(result.session).toMatchObject({ status: "idle" });
+      expect(result.appended.map((a) => a.event.type)).toEqual([
+        "item.completed",
+        "turn.completed",
+        "session.status",
+      ]);
       const chunks = async () =>
         (
           await store.pool.query<{ start_offset: number; data: Buffer }>(
@@ -250,12 +268,17 @@ describe("PostgresStore", () => {
         ).rows;
       expect(await chunks()).toEqual([{ start_offset: 120, data }]);
       // The same offset again (a save thought lost): the bytes stored first stay, and the turn's end goes through.
-      const again = await store.closeTurn("s1", "t1", {
-        itemStatus: "failed",
-        turn: {},
-        session: { status: "idle" },
-        rollout: { thread_id: "thr_1", start_offset: 120, data: Buffer.from("other") },
-      });
+      const again = await store.endTurn(
+        "s1",
+        "t1",
+        {
+          itemStatus: "failed",
+          turn: {},
+          session: { status: "idle" },
+          rollout: { thread_id: "thr_1", start_offset: 120, data: Buffer.from("other") },
+        },
+        log,
+      );
       expect(again.session).toMatchObject({ status: "idle" });
       expect(await chunks()).toEqual([{ start_offset: 120, data }]);
     });

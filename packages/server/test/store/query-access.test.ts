@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { QUERY_ACCESS } from "../../src/store/types.js";
 
 const WRITE_VERBS =
-  /^(insert|update|delete|put|claim|release|append|replace|revoke|expire|close|start|copy|attach)[A-Z]/;
+  /^(insert|update|delete|put|claim|release|append|replace|revoke|expire|close|start|end|copy|attach)[A-Z]/;
 const READ_VERBS = /^(get|list|has|count|read|last|first|find|inactive|credentialsOf|lock)[A-Z]?/;
 
 describe("QUERY_ACCESS", () => {

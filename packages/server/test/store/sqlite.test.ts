@@ -406,7 +406,15 @@ describe("SqliteStore rollouts", () => {
         session: { status: "idle" as const },
         rollout: { thread_id: "thr_1", start_offset: 0, data: Buffer.from("x") },
       };
-      await expect(store.closeTurn("s1", "t1", end)).rejects.toThrow(/shares no rollouts/);
+      const log = {
+        at: 1,
+        before: [],
+        outputIndex: new Map<string, number>(),
+        turn: { type: "turn.completed" as const, data: { turn: turn("s1", "t1", 1) } },
+        webhook: session("s1"),
+      };
+      await expect(store.endTurn("s1", "t1", end, log)).rejects.toThrow(/shares no rollouts/);
+      expect(await store.lastEventSeq("s1")).toBe(0);
       expect(await store.getTurn("s1", "t1")).toEqual(turn("s1", "t1", 1));
     } finally {
       await store.close();

@@ -70,7 +70,7 @@ export async function claimTurn(
       .catch(async (err: unknown) => {
         throw await deletedMeanwhile(err);
       });
-  if (!claimed) throw conflict("Session has an active turn");
+    if (!claimed) throw conflict("Session has an active turn");
     // Every later write of this turn carries the claim's fencing token: refused once another instance has taken over.
     hub.fence(session.id, claimed.lease_epoch);
     return { session: claimed, turn, goal: null };

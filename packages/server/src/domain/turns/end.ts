@@ -11,7 +11,11 @@ import type { Rollouts } from "../../platform/cluster/types.js";
 import type { EventHub } from "../../platform/stream/hub.js";
 import {
   FencedError,
+  type ItemWrite,
+  type LogEvent,
+  type NewEvent,
   type RolloutChunk,
+  type SessionPatch,
   type Store,
   type StoredItem,
   type TurnError,
@@ -55,59 +59,58 @@ export async function recordEnd(
   const turn: TurnRecord = { ...active.turn, status, error, usage, completed_at: clock.now() };
   const type =
     status === "completed" ? "turn.completed" : status === "failed" ? "turn.failed" : "turn.cancelled";
+  const at = hub.now();
+  const before: NewEvent[] = [];
+  const log = (event: LogEvent, item?: ItemWrite) =>
+    before.push({ event, turn_id: turn.id, created_at: at, ...(item ? { item } : {}) });
   // Whatever the turn still waited for will not be answered now.
-  const unanswered = active.actions.close();
-  const committed = hub.commit(sessionId, async (tx, log) => {
-    for (const a of unanswered) {
+  for (const a of active.actions.close()) {
+    log({ type: "action.resolved", data: { action_id: a.id, action_type: a.type, answer: null } });
+  }
+  // The commands a stop ended say so, with the output they had streamed.
+  if (active.stop) {
+    for (const c of active.recorder.openCommands()) {
+      const item = stoppedCommand(c.item, c.output, active.stop);
       log(
-        { type: "action.resolved", data: { action_id: a.id, action_type: a.type, answer: null } },
-        { turn_id: turn.id },
+        { type: "item.completed", data: { item, output_index: active.recorder.indexOf(item.id) } },
+        { kind: "finish", turn_id: turn.id, item, created_at: clock.now(), state: "incomplete" },
       );
     }
-    // The commands a stop ended say so, with the output they had streamed.
-    if (active.stop) {
-      for (const c of active.recorder.openCommands()) {
-        const item = stoppedCommand(c.item, c.output, active.stop);
-        const index = active.recorder.indexOf(item.id);
-        log(
-          { type: "item.completed", data: { item, output_index: index } },
-          {
-            turn_id: turn.id,
-            item: { kind: "finish", turn_id: turn.id, item, created_at: clock.now(), state: "incomplete" },
-          },
-        );
-      }
-    }
-    const now = clock.now();
-    const { closed, session: next } = await tx.closeTurn(sessionId, turn.id, {
-      itemStatus: "failed",
-      turn: { status, error, usage, completed_at: turn.completed_at },
-      rollout,
-      session: {
-        // A failed turn does not fail the session: it stays usable; `error` keeps why the last turn failed.
-        status: "idle",
-        error: status === "failed" ? (error?.message ?? null) : null,
-        active_turn_id: null,
-        required_actions: [],
-        // The session's usage as claimed: only a turn's end adds to it, and this turn has held the session since.
-        usage: addUsage(active.session.usage, usage),
-        last_active_at: now,
-        updated_at: now,
+  }
+  const now = clock.now();
+  const session: SessionPatch = {
+    // A failed turn does not fail the session: it stays usable; `error` keeps why the last turn failed.
+    status: "idle",
+    error: status === "failed" ? (error?.message ?? null) : null,
+    active_turn_id: null,
+    required_actions: [],
+    // The session's usage as claimed: only a turn's end adds to it, and this turn has held the session since.
+    usage: addUsage(active.session.usage, usage),
+    last_active_at: now,
+    updated_at: now,
+  };
+  // One write: the items the turn started but never finished (interrupted, failed) stay visible, marked incomplete
+  // (each with its item.completed), the turn gets its terminal state and the session is idle (session.status).
+  const committed = hub.write(sessionId, async (store, fence) => {
+    const ended = await store.endTurn(
+      sessionId,
+      turn.id,
+      {
+        itemStatus: "failed",
+        turn: { status, error, usage, completed_at: turn.completed_at },
+        session,
+        rollout,
       },
-    });
-    // Items the turn started but never finished (interrupted, failed) stay visible, marked incomplete.
-    for (const item of closed) {
-      log(
-        {
-          type: "item.completed",
-          data: { item: item.data, output_index: active.recorder.indexOf(item.id) },
-        },
-        { turn_id: turn.id },
-      );
-    }
-    if (!next) return;
-    log({ type, data: { turn } }, { turn_id: turn.id });
-    log({ type: "session.status", data: { session: next } }, { turn_id: turn.id });
+      {
+        at,
+        before,
+        outputIndex: active.recorder.outputIndexes,
+        turn: { type, data: { turn } },
+        webhook: { ...active.session, ...session },
+      },
+      fence,
+    );
+    return { result: ended, appended: ended.appended };
   });
   let outcomeTurn = turn;
   let recorded = false;

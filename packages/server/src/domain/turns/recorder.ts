@@ -110,6 +110,11 @@ export class TurnRecorder {
     if (this.failure) throw this.failure;
   }
 
+  /** The `output_index` of each item of the turn so far. */
+  get outputIndexes(): ReadonlyMap<string, number> {
+    return this.indexes;
+  }
+
   /** The types of the items the turn has started or finished so far (a {@link TurnActivity}). */
   get itemTypes(): ReadonlySet<string> {
     return this.types;

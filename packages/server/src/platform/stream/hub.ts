@@ -151,13 +151,13 @@ export class EventHub {
   }
 
   /**
-   * Runs a store operation that appends events itself, atomically with the rest it writes (e.g. `startTurn`), after
-   * the session's earlier writes; what it appended is published once it has returned. Rejects (nothing published)
-   * when it throws.
+   * Runs a store operation that appends events itself, atomically with the rest it writes (`startTurn`, `endTurn`),
+   * after the session's earlier writes, with the session's fence (see `fence`) for its appends; what it appended is
+   * published once it has returned. Rejects (nothing published) when it throws.
    */
   write<T>(
     sessionId: string,
-    fn: (store: Store) => Promise<{ result: T; appended: Appended[] }>,
+    fn: (store: Store, fence: number | undefined) => Promise<{ result: T; appended: Appended[] }>,
   ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.enqueue(sessionId, {
@@ -165,7 +165,7 @@ export class EventHub {
         run: async () => {
           let out: { result: T; appended: Appended[] };
           try {
-            out = await fn(this.store);
+            out = await fn(this.store, this.fences.get(sessionId));
           } catch (err) {
             reject(err);
             return;

@@ -22,6 +22,12 @@ export type EventQueries = Pick<
   "appendEvents" | "readEvents" | "lastEventSeq" | "firstEventSeqOfTurn"
 >;
 
+/** The SQLSTATE append_events() raises when the session's lease epoch is not the writer's fence. */
+export const FENCED = "CF001";
+
+export const fencedError = (sessionId: string, fence: number | undefined): FencedError =>
+  new FencedError(sessionId, fence ?? -1);
+
 /** The events append_events() stored from `baseSeq` on, as the store hands them back (with the items' ordinals). */
 export function appendedAt(
   sessionId: string,
@@ -65,7 +71,7 @@ export function eventQueries(db: PgDb): EventQueries {
         POSTGRES,
       );
       const res = await db.row<AppendRow>(text, params).catch((err: unknown) => {
-        throw (err as { code?: string }).code === "CF001" ? new FencedError(sessionId, fence ?? -1) : err;
+        throw (err as { code?: string }).code === FENCED ? fencedError(sessionId, fence) : err;
       });
       if (!res) throw new Error("append_events returned nothing");
       const ordinals = new Map(res.item_index.map((i, k) => [i, res.item_ordinal[k]!]));

@@ -21,7 +21,7 @@ import { itemQueries } from "./items.js";
 import { revokeKey } from "./keys.js";
 import { type Migrated, migrate } from "./migrate.js";
 import { deleteSession } from "./sessions.js";
-import { closeTurn } from "./turn-end.js";
+import { endTurn } from "./turn-end.js";
 import { startTurn } from "./turn-start.js";
 
 export {
@@ -57,7 +57,7 @@ function queries(db: PgDb): Queries {
     ...eventQueries(db),
     deleteSession: deleteSession(db),
     updateEnvironment: updateEnvironment(db),
-    closeTurn: closeTurn(db),
+    endTurn: endTurn(db),
     startTurn: startTurn(db),
   };
   return { ...sharedQueries(sqlDb(db), POSTGRES_CLAIMS), ...own, revokeKey: revokeKey(db) };

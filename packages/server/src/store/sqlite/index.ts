@@ -10,7 +10,7 @@ import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { AsyncLock } from "../../kernel/lock.js";
-import { type BackendQueries, closeTurnInSteps, sharedQueries, startTurnInSteps } from "../tables/index.js";
+import { type BackendQueries, endTurnInSteps, sharedQueries, startTurnInSteps } from "../tables/index.js";
 import { QUERY_ACCESS, type Queries, type Store } from "../types.js";
 import { SQLITE_CLAIMS } from "./claims.js";
 import { Counters } from "./counters.js";
@@ -58,7 +58,7 @@ function compose(raw: Database.Database, file: string): SqliteStore {
     ...eventQueries(db, counters),
     deleteSession: deleteSession(db, counters),
     updateEnvironment: updateEnvironment(db),
-    closeTurn: (...args) => closeTurnInSteps(inner)(...args),
+    endTurn: (...args) => endTurnInSteps(inner)(...args),
     startTurn: (...args) => startTurnInSteps(inner)(...args),
   };
   /** The operations as they run inside a transaction (no lock: the transaction holds it). */
@@ -87,6 +87,7 @@ function compose(raw: Database.Database, file: string): SqliteStore {
     ...outer,
     // Three steps with awaits between them: atomic only in a transaction of their own (inside one: the steps).
     startTurn: (...args) => transaction((tx) => tx.startTurn(...args)),
+    endTurn: (...args) => transaction((tx) => tx.endTurn(...args)),
     kind: "sqlite",
     file,
     // Changes when another connection (another process: the CLI) has committed; this process has one connection.

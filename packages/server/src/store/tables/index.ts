@@ -5,7 +5,7 @@
  * PostgreSQL also replaces revokeKey with one that announces the revocation to every instance.
  */
 import type { SqlDb } from "../sql/db.js";
-import type { NewEvent, Queries, SessionRecord, TurnRecord } from "../types.js";
+import type { ItemRecord, NewEvent, Queries, SessionRecord, TurnEndLog, TurnRecord } from "../types.js";
 import { agentQueries } from "./agents.js";
 import { automationQueries } from "./automations.js";
 import { type ClaimStatements, claimQueries } from "./claims.js";
@@ -58,15 +58,49 @@ export function startTurnInSteps(
   };
 }
 
-/** `closeTurn` as its three steps, one after the other (SQLite: each step is a few microseconds). */
-export function closeTurnInSteps(
-  q: Pick<Queries, "closeOpenItems" | "updateTurn" | "updateSession">,
-): Queries["closeTurn"] {
-  return async (sessionId, turnId, end) => {
+/**
+ * The `output_index` of each item a turn's end closed, in order: the index the turn gave it, or (an item it never
+ * gave one) the next free ones.
+ */
+export function closedIndexes(
+  outputIndex: ReadonlyMap<string, number>,
+  closed: readonly ItemRecord[],
+): number[] {
+  let next = outputIndex.size;
+  return closed.map((item) => outputIndex.get(item.id) ?? next++);
+}
+
+/** The events a turn's end appends (see `endTurn`), given the items it closed and the session it left. */
+export function endEvents(
+  turnId: string,
+  log: TurnEndLog,
+  closed: readonly ItemRecord[],
+  session: SessionRecord,
+): NewEvent[] {
+  const indexes = closedIndexes(log.outputIndex, closed);
+  const at = (event: NewEvent["event"]): NewEvent => ({ event, turn_id: turnId, created_at: log.at });
+  return [
+    ...log.before,
+    ...closed.map((item, i) =>
+      at({ type: "item.completed", data: { item: item.data, output_index: indexes[i]! } }),
+    ),
+    at(log.turn),
+    at({ type: "session.status", data: { session } }),
+  ];
+}
+
+/** `endTurn` as its steps, one after the other (inside a transaction: SQLite's `endTurn` opens one). */
+export function endTurnInSteps(
+  q: Pick<Queries, "closeOpenItems" | "updateTurn" | "updateSession" | "appendEvents">,
+): Queries["endTurn"] {
+  return async (sessionId, turnId, end, log, fence) => {
     if (end.rollout) throw new Error("this store shares no rollouts: they are kept by the PostgreSQL store");
     const closed = await q.closeOpenItems(sessionId, turnId, end.itemStatus);
     await q.updateTurn(sessionId, turnId, end.turn);
-    return { closed, session: await q.updateSession(sessionId, end.session) };
+    const session = await q.updateSession(sessionId, end.session);
+    if (!session) return { closed, session, appended: [] };
+    const appended = await q.appendEvents(sessionId, endEvents(turnId, log, closed, session), fence);
+    return { closed, session, appended };
   };
 }
 

@@ -16,20 +16,21 @@ function failingOnce(): { store: Store; arm: () => void; failed: () => number } 
   let failures = 0;
   const terminal = (patch: Partial<TurnRecord>) =>
     patch.status !== undefined && patch.status !== "in_progress" && patch.status !== "queued";
+  /** The turn's end (one store write) fails like the other writes of a terminal turn. */
+  const endTurn =
+    (target: Queries): Queries["endTurn"] =>
+    async (sessionId, turnId, end, log, fence) => {
+      if (armed && terminal(end.turn)) {
+        armed = false;
+        failures++;
+        throw new Error("connection lost");
+      }
+      return target.endTurn(sessionId, turnId, end, log, fence);
+    };
   const tx = (t: Queries): Queries =>
     new Proxy(t, {
       get(target, key) {
-        if (key === "closeTurn") {
-          const closeTurn: Queries["closeTurn"] = async (sessionId, turnId, end) => {
-            if (armed && terminal(end.turn)) {
-              armed = false;
-              failures++;
-              throw new Error("connection lost");
-            }
-            return target.closeTurn(sessionId, turnId, end);
-          };
-          return closeTurn;
-        }
+        if (key === "endTurn") return endTurn(target);
         if (key === "updateTurn") {
           return async (sessionId: string, turnId: string, patch: Partial<TurnRecord>) => {
             if (armed && terminal(patch)) {
@@ -49,6 +50,7 @@ function failingOnce(): { store: Store; arm: () => void; failed: () => number } 
       if (key === "transaction") {
         return <T>(fn: (q: Queries) => Promise<T>) => target.transaction((q) => fn(tx(q)));
       }
+      if (key === "endTurn") return endTurn(target);
       const value = Reflect.get(target, key, target) as unknown;
       return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
     },
