@@ -259,7 +259,7 @@ export const cluster: Scenario = {
           name: "PostgreSQL/SQLite trivial-turn latency",
           value: ratio(median(tp), median(tl)),
           op: "<=",
-          threshold: 1.15,
+          threshold: 1.1,
           unit: "×",
         },
         {

@@ -974,7 +974,10 @@ describe("fuzz", () => {
 
 // What the fuzz run found, each made to happen every time.
 describe("found by the fuzz run", () => {
-  /** A store on which a session is deleted right after a turn claims it (a DELETE landing in between). */
+  /**
+   * A store on which a session is deleted right after a turn claims it (a DELETE landing in between), or, where the
+   * claim and the turn's record are one write (a turn without a goal), right before it.
+   */
   function deletingOnClaim(): { store: Store; victim: { id: string | null } } {
     const inner = SqliteStore.open(":memory:");
     const victim: { id: string | null } = { id: null };
@@ -987,6 +990,12 @@ describe("found by the fuzz run", () => {
             )(id, ...rest);
             if (claimed && id === victim.id) await target.deleteSession(id);
             return claimed;
+          };
+        }
+        if (key === "startTurn") {
+          return async (s: SessionRecord, ...rest: unknown[]) => {
+            if (s.id === victim.id) await target.deleteSession(s.id);
+            return (target.startTurn as (...a: unknown[]) => Promise<unknown>)(s, ...rest);
           };
         }
         const value = Reflect.get(target, key, target) as unknown;

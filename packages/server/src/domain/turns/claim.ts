@@ -59,6 +59,8 @@ export async function claimTurn(
   // as it would have been a moment earlier.
   const deletedMeanwhile = async (err: unknown) =>
     (await store.getSession(session.id)) ? err : notFound(`Session ${session.id} not found`, "session_id");
+  /** Why the claim did not take: another turn has the session, or it was deleted since it was read. */
+  const notClaimed = () => deletedMeanwhile(conflict("Session has an active turn"));
   if (!opts.goal) {
     // No goal side to build in between: the claim, the turn and its first events are one write.
     const turn = newTurn(session.id, turnId, now, input, null);
@@ -70,14 +72,14 @@ export async function claimTurn(
       .catch(async (err: unknown) => {
         throw await deletedMeanwhile(err);
       });
-    if (!claimed) throw conflict("Session has an active turn");
+    if (!claimed) throw await notClaimed();
     // Every later write of this turn carries the claim's fencing token: refused once another instance has taken over.
     hub.fence(session.id, claimed.lease_epoch);
     return { session: claimed, turn, goal: null };
   }
   // A goal's side is built once the session is claimed: claim, build, then record the turn.
   const claimed = await store.claimSession(session.id, turnId, patch);
-  if (!claimed) throw conflict("Session has an active turn");
+  if (!claimed) throw await notClaimed();
   hub.fence(session.id, claimed.lease_epoch);
   let goal: GoalRun;
   try {

@@ -602,6 +602,23 @@ describe("EventHub", () => {
   });
 
   describe("batching", () => {
+    /** A hub whose first store write waits for `release`; `calls` holds each write's number of events. */
+    function gatedHub() {
+      const calls: number[] = [];
+      let release!: () => void;
+      const gate = new Promise<void>((r) => {
+        release = r;
+      });
+      const gated = wrap(store, {
+        appendEvents: async (sid: string, events: NewEvent[]) => {
+          calls.push(events.length);
+          if (calls.length === 1) await gate;
+          return store.appendEvents(sid, events);
+        },
+      });
+      return { calls, release, h: new EventHub(gated) };
+    }
+
     it("flush resolves once the session's earlier writes are stored, and writes nothing itself", async () => {
       let transactions = 0;
       let release: () => void = () => {};
@@ -677,19 +694,7 @@ describe("EventHub", () => {
     });
 
     it("appends issued while a batch is being written form the next batch", async () => {
-      const calls: number[] = [];
-      let release!: () => void;
-      const gate = new Promise<void>((r) => {
-        release = r;
-      });
-      const gated = wrap(store, {
-        appendEvents: async (sid: string, events: NewEvent[]) => {
-          calls.push(events.length);
-          if (calls.length === 1) await gate;
-          return store.appendEvents(sid, events);
-        },
-      });
-      const h = new EventHub(gated);
+      const { calls, release, h } = gatedHub();
       const sub = h.subscribe("s1");
       const reader = take(sub, 7);
       const first = [h.append("s1", delta(0)), h.append("s1", delta(1))];
@@ -708,19 +713,7 @@ describe("EventHub", () => {
     });
 
     it("appendTogether: one store write, even while another is being written; all fail together", async () => {
-      const calls: number[] = [];
-      let release!: () => void;
-      const gate = new Promise<void>((r) => {
-        release = r;
-      });
-      const gated = wrap(store, {
-        appendEvents: async (sid: string, events: NewEvent[]) => {
-          calls.push(events.length);
-          if (calls.length === 1) await gate;
-          return store.appendEvents(sid, events);
-        },
-      });
-      const h = new EventHub(gated);
+      const { calls, release, h } = gatedHub();
       const first = h.append("s1", delta(0));
       await waitFor(() => calls.length === 1, "the first batch");
       const t = turn("s1", "t1", 5, { status: "in_progress" });
