@@ -314,8 +314,6 @@ export interface NewEvent {
   turn_id: string | null;
   created_at: number;
   item?: ItemWrite;
-  /** A turn the event records the start of (`turn.started`): inserted with it, in the same statement. */
-  turn?: TurnRecord;
 }
 
 /** What a turn's end logs (the store's `endTurn`). */

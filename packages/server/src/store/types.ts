@@ -218,7 +218,7 @@ export interface Queries {
 
   // event log
   /**
-   * Assigns seq = last + 1, … in order and persists the events (and their item and turn writes) before returning. With
+   * Assigns seq = last + 1, … in order and persists the events (and their item writes) before returning. With
    * `fence`, nothing is written (a {@link FencedError}) unless the session's lease_epoch is still `fence`. The webhook
    * outbox is written with them: each event that is a webhook event (store/outbox.ts) gets one pending delivery per
    * webhook endpoint of the session's project subscribed to its type, in the same transaction.

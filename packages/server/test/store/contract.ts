@@ -839,34 +839,6 @@ export function storeContract(
         expect(inTx?.session).toMatchObject({ active_turn_id: "t2", lease_epoch: before.lease_epoch + 2 });
         expect(await store.getTurn("s1", "t2")).toEqual(t2);
       });
-
-      it("is inserted with the event that starts it; a turn that cannot be inserted fails the whole batch", async () => {
-        const t = turn("s1", "t1", 5, {
-          goal: { mode: "input", objective: "o" },
-          input: [{ type: "text", text: "hi" }],
-        });
-        const started: NewEvent = { ...newEvent({ type: "turn.started", data: { turn: t } }, "t1"), turn: t };
-        const appended = await store.appendEvents("s1", [
-          newEvent(delta(), "t0"),
-          started,
-          newEvent(delta(), "t1"),
-        ]);
-        expect(appended.map((a) => a.event.seq)).toEqual([1, 2, 3]);
-        expect(await store.getTurn("s1", "t1")).toEqual(t);
-        // The same turn again: nothing of the batch is written, seqs are not used up.
-        const again: NewEvent = { ...started, turn: { ...t, status: "completed" } };
-        await expect(store.appendEvents("s1", [newEvent(delta(), "t1"), again])).rejects.toThrow();
-        expect(await store.lastEventSeq("s1")).toBe(3);
-        expect(await store.getTurn("s1", "t1")).toEqual(t);
-        // Two turns started in one batch.
-        const [a, b] = [turn("s1", "t2", 6), turn("s1", "t3", 7)];
-        await store.appendEvents("s1", [
-          { ...newEvent({ type: "turn.started", data: { turn: a } }, "t2"), turn: a },
-          { ...newEvent({ type: "turn.started", data: { turn: b } }, "t3"), turn: b },
-        ]);
-        expect(ids((await store.listTurns("s1", { order: "asc" })).data)).toEqual(["t1", "t2", "t3"]);
-        expect(await store.lastEventSeq("s1")).toBe(5);
-      });
     });
 
     describe("items (written with events)", () => {

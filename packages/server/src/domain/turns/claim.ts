@@ -91,11 +91,11 @@ export async function claimTurn(
   }
   const turn = newTurn(session.id, turnId, now, input, { mode: goal.mode, objective: goal.objective });
   try {
-    // The turn is inserted with its first event (one statement on PostgreSQL).
-    await hub.appendTogether(session.id, [
-      { event: { type: "turn.started", data: { turn } }, opts: { turn_id: turnId, turn } },
-      { event: { type: "session.status", data: { session: claimed } }, opts: { turn_id: turnId } },
-    ]);
+    await hub.commit(session.id, async (tx, log) => {
+      await tx.insertTurn(turn);
+      log({ type: "turn.started", data: { turn } }, { turn_id: turnId });
+      log({ type: "session.status", data: { session: claimed } }, { turn_id: turnId });
+    });
   } catch (err) {
     const gone = await deletedMeanwhile(err);
     if (gone !== err) hub.fence(session.id, null);

@@ -2,8 +2,8 @@
  * A turn's end, in one write of the session's log (`Store.endTurn`): the required actions nobody will answer now are
  * resolved unanswered, the commands a stop ended say so, items left open are closed as incomplete, the turn gets its
  * one terminal state, the thread's new rollout bytes are stored and the session is idle again (usable after a failed
- * turn, its usage summed). When another
- * instance has taken the turn over meanwhile (the write is fenced off), its record of the end is the outcome.
+ * turn, its usage summed). When another instance has taken the turn over meanwhile (the write is fenced off), its
+ * record of the end is the outcome.
  */
 import type { TurnResult } from "@codex-agent-api/codex";
 import type { Logger } from "pino";

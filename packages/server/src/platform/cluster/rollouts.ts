@@ -2,7 +2,7 @@
  * Engine threads' rollout files shared through PostgreSQL, so that a session's conversation can continue on
  * whichever instance claims its next turn. The engine keeps a thread as one append-only JSONL file in its
  * CODEX_HOME (`sessions/YYYY/MM/DD/rollout-<time>-<thread>.jsonl`, read again by `thread/resume`): after each
- * turn the bytes it appended are stored as one chunk, in the statement of the turn's end (`closeTurn`: the session
+ * turn the bytes it appended are stored as one chunk, in the statement of the turn's end (`endTurn`: the session
  * is never idle without them); before a turn, an instance whose copy is shorter than the stored one rewrites its
  * file from the chunks (a "move"). An engine that still has the thread loaded keeps its older copy in memory and
  * would write over the newer turns, so a move also reports the local copy stale.

@@ -76,7 +76,7 @@ export interface Rollouts {
   save(threadId: string): Promise<void>;
   /**
    * After a turn on `threadId`: what the engine appended to its rollout file since it was last stored (null:
-   * nothing, or rollouts are not shared), for the turn's end to store in its own transaction (`closeTurn`).
+   * nothing, or rollouts are not shared), for the turn's end to store in its own write (`endTurn`).
    */
   unsaved(threadId: string): Promise<RolloutChunk | null>;
   /** The turn's end that carried `chunk` has committed. */

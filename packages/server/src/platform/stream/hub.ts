@@ -20,7 +20,6 @@ import type {
   NewEvent,
   Queries,
   Store,
-  TurnRecord,
 } from "../../store/types.js";
 import {
   DEFAULT_PAGE_SIZE,
@@ -35,8 +34,6 @@ export type { SubscribeOptions, Subscription, SubscriptionMode } from "./subscri
 export interface AppendOptions {
   turn_id?: string | null;
   item?: ItemWrite;
-  /** The turn the event records the start of: inserted with it. */
-  turn?: TurnRecord;
 }
 
 /** Adds an event to the transaction of a `commit`. */
@@ -108,24 +105,12 @@ export class EventHub {
     });
   }
 
-  /**
-   * Appends the events together: all of them or none (one store write, with whatever the writer batches around
-   * them: consecutive appends are always one). Cheaper than a `commit` when nothing else is written.
-   */
-  appendTogether(
-    sessionId: string,
-    events: Array<{ event: LogEvent; opts?: AppendOptions }>,
-  ): Promise<Appended[]> {
-    return Promise.all(events.map(({ event, opts }) => this.append(sessionId, event, opts)));
-  }
-
   private entry(event: LogEvent, opts: AppendOptions): NewEvent {
     return {
       event,
       turn_id: opts.turn_id ?? null,
       created_at: this.now(),
       ...(opts.item ? { item: opts.item } : {}),
-      ...(opts.turn ? { turn: opts.turn } : {}),
     };
   }
 

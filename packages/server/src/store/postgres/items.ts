@@ -6,7 +6,7 @@ import { type PgDb, sqlDb } from "./db.js";
 /** jsonb data comes back parsed: a row is an ItemRecord. */
 const COLS = "session_id, turn_id, ordinal, id, type, state, created_at, data";
 
-/** A turn's items still `started` marked `incomplete`, `status` set on their data; the items (closeTurn too). */
+/** A turn's items still `started` marked `incomplete`, `status` set on their data; the items (endTurn too). */
 export function closeOpenItemsStatement(sessionId: string, turnId: string, status: string): Sql {
   return sql`UPDATE items SET state = 'incomplete', data = data || jsonb_build_object('status', ${status}::text)
     WHERE session_id = ${sessionId} AND turn_id = ${turnId} AND state = 'started' RETURNING ${raw(COLS)}`;

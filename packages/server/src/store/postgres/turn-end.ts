@@ -18,9 +18,9 @@ import { assignments } from "../sql/table.js";
 import { endEvents } from "../tables/index.js";
 import { SESSIONS } from "../tables/sessions.js";
 import { TURNS } from "../tables/turns.js";
-import type { ItemRecord, NewEvent, Queries, SessionRecord } from "../types.js";
+import type { ItemRecord, Queries, SessionRecord } from "../types.js";
 import { type PgDb, POSTGRES } from "./db.js";
-import { appendedAt, FENCED, fencedError } from "./events.js";
+import { appendedAt, eventRow, FENCED, fencedError } from "./events.js";
 import { closeOpenItemsStatement, planItemWrites } from "./items.js";
 
 interface EndRow {
@@ -30,14 +30,6 @@ interface EndRow {
   item_index: number[];
   item_ordinal: number[];
 }
-
-/** An event as append_events() takes it. */
-const row = (e: NewEvent) => ({
-  type: e.event.type,
-  turn_id: e.turn_id,
-  created_at: e.created_at,
-  data: e.event.data,
-});
 
 export function endTurn(db: PgDb): Queries["endTurn"] {
   return async (sessionId, turnId, end, log, fence) => {
@@ -58,11 +50,10 @@ export function endTurn(db: PgDb): Queries["endTurn"] {
         : sql`SELECT ${SESSIONS.columns} FROM sessions WHERE id = ${sessionId}`;
     // The events as endEvents makes them, the parts only the statement knows aside: the closed items' (their data
     // and index) and the session's (the patched row). The webhook event is made from the session the caller expects.
-    const [turnEvent, status] = endEvents(turnId, log, [], log.webhook).slice(log.before.length).map(row);
+    const expected = endEvents(turnId, log, [], log.webhook);
+    const [turnEvent, status] = expected.slice(log.before.length).map(eventRow);
     const { data: _data, ...statusHead } = status!;
-    const outbox = outboxEvents(sessionId, endEvents(turnId, log, [], log.webhook)).map(
-      ({ index: _index, ...o }) => o,
-    );
+    const outbox = outboxEvents(sessionId, expected).map(({ index: _index, ...o }) => o);
     const indexes = Object.fromEntries(log.outputIndex);
     const { text, params } = render(
       sql`WITH closed AS (${closeOpenItemsStatement(sessionId, turnId, end.itemStatus)})${turnStep}${rollout},
@@ -81,7 +72,7 @@ export function endTurn(db: PgDb): Queries["endTurn"] {
       SELECT (SELECT coalesce(json_agg(closed ORDER BY ordinal), '[]'::json) FROM closed) AS closed,
         row_to_json(s) AS session, a.base_seq, a.item_index, a.item_ordinal
       FROM s, ev, LATERAL append_events(s.id,
-        ${jsonParam(log.before.map(row))} || ev.closed_events || jsonb_build_array(${jsonParam(turnEvent)},
+        ${jsonParam(log.before.map(eventRow))} || ev.closed_events || jsonb_build_array(${jsonParam(turnEvent)},
           ${jsonParam(statusHead)} || jsonb_build_object('data', jsonb_build_object('session', to_jsonb(s)))),
         ${jsonParam(planItemWrites(log.before))}, ${fence ?? null}, ${jsonParam(outbox)}) AS a`,
       POSTGRES,

@@ -84,22 +84,6 @@ export interface Rows<R> {
   decode(rows: unknown[]): R[];
 }
 
-/** The statement that inserts the record (with `extra`: columns outside it; `tail`: e.g. ON CONFLICT …). */
-export function insertStatement<R>(
-  t: Table<R>,
-  r: R,
-  extra: Record<string, unknown> = {},
-  tail: Sql = EMPTY,
-): Sql {
-  const entries = Object.keys(t.kinds).map((c) => param(t, c, (r as Record<string, unknown>)[c]));
-  const cols = [...Object.keys(t.kinds), ...Object.keys(extra)];
-  const values = join(
-    [...entries, ...Object.values(extra)].map((v) => sql`${v}`),
-    ", ",
-  );
-  return sql`INSERT INTO ${raw(t.name)} (${raw(cols.join(", "))}) VALUES (${values})${tail}`;
-}
-
 export function rows<R>(db: SqlDb, t: Table<R>): Rows<R> {
   const from = raw(t.name);
   const typed = db.dialect.typedRows;
@@ -110,7 +94,15 @@ export function rows<R>(db: SqlDb, t: Table<R>): Rows<R> {
   };
   const byId = (id: string) => sql`id = ${id}`;
   return {
-    insert: (r, extra, tail) => db.run(insertStatement(t, r, extra, tail)),
+    async insert(r, extra = {}, tail = EMPTY) {
+      const entries = Object.keys(t.kinds).map((c) => param(t, c, (r as Record<string, unknown>)[c]));
+      const cols = [...Object.keys(t.kinds), ...Object.keys(extra)];
+      const values = join(
+        [...entries, ...Object.values(extra)].map((v) => sql`${v}`),
+        ", ",
+      );
+      return db.run(sql`INSERT INTO ${from} (${raw(cols.join(", "))}) VALUES (${values})${tail}`);
+    },
     get: (id) => one(sql`SELECT ${t.columns} FROM ${from} WHERE id = ${id}`),
     async select(conds, tail = EMPTY) {
       return decode(await db.rows<unknown>(sql`SELECT ${t.columns} FROM ${from}${where(conds)}${tail}`));

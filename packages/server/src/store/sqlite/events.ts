@@ -1,11 +1,8 @@
 import { FencedError } from "../fenced.js";
 import { outboxEvents } from "../outbox.js";
-import { render } from "../sql/db.js";
-import { insertStatement } from "../sql/table.js";
-import { TURNS } from "../tables/turns.js";
 import type { Appended, EventRecord, NewEvent, Queries } from "../types.js";
 import type { Counters } from "./counters.js";
-import { SQLITE, type SqliteDb } from "./db.js";
+import type { SqliteDb } from "./db.js";
 import { writeItem } from "./items.js";
 
 interface EventRow {
@@ -40,10 +37,6 @@ export function eventQueries(db: SqliteDb, counters: Counters): EventQueries {
     const out: Appended[] = [];
     let seq = counters.lastSeq(sessionId);
     for (const e of events) {
-      if (e.turn) {
-        const { text, params } = render(insertStatement(TURNS, e.turn), SQLITE);
-        db.run(text, ...params);
-      }
       const ordinal = e.item ? writeItem(db, counters, sessionId, e.item) : null;
       seq += 1;
       db.run(

@@ -602,23 +602,6 @@ describe("EventHub", () => {
   });
 
   describe("batching", () => {
-    /** A hub whose first store write waits for `release`; `calls` holds each write's number of events. */
-    function gatedHub() {
-      const calls: number[] = [];
-      let release!: () => void;
-      const gate = new Promise<void>((r) => {
-        release = r;
-      });
-      const gated = wrap(store, {
-        appendEvents: async (sid: string, events: NewEvent[]) => {
-          calls.push(events.length);
-          if (calls.length === 1) await gate;
-          return store.appendEvents(sid, events);
-        },
-      });
-      return { calls, release, h: new EventHub(gated) };
-    }
-
     it("flush resolves once the session's earlier writes are stored, and writes nothing itself", async () => {
       let transactions = 0;
       let release: () => void = () => {};
@@ -694,7 +677,19 @@ describe("EventHub", () => {
     });
 
     it("appends issued while a batch is being written form the next batch", async () => {
-      const { calls, release, h } = gatedHub();
+      const calls: number[] = [];
+      let release!: () => void;
+      const gate = new Promise<void>((r) => {
+        release = r;
+      });
+      const gated = wrap(store, {
+        appendEvents: async (sid: string, events: NewEvent[]) => {
+          calls.push(events.length);
+          if (calls.length === 1) await gate;
+          return store.appendEvents(sid, events);
+        },
+      });
+      const h = new EventHub(gated);
       const sub = h.subscribe("s1");
       const reader = take(sub, 7);
       const first = [h.append("s1", delta(0)), h.append("s1", delta(1))];
@@ -709,34 +704,6 @@ describe("EventHub", () => {
       expect(all.map((a) => a.event.seq)).toEqual(range(1, 7));
       expect(all.map((a) => text(a.event))).toEqual(range(0, 6).map(String));
       expect(seqs(await reader)).toEqual(range(1, 7));
-      h.closeAll();
-    });
-
-    it("appendTogether: one store write, even while another is being written; all fail together", async () => {
-      const { calls, release, h } = gatedHub();
-      const first = h.append("s1", delta(0));
-      await waitFor(() => calls.length === 1, "the first batch");
-      const t = turn("s1", "t1", 5, { status: "in_progress" });
-      const together = h.appendTogether("s1", [
-        { event: { type: "turn.started", data: { turn: t } }, opts: { turn_id: "t1", turn: t } },
-        { event: delta(1), opts: { turn_id: "t1" } },
-      ]);
-      release();
-      await first;
-      expect((await together).map((a) => [a.event.seq, a.event.type])).toEqual([
-        [2, "turn.started"],
-        [3, "item.delta"],
-      ]);
-      expect(calls).toEqual([1, 2]);
-      expect(await store.getTurn("s1", "t1")).toEqual(t);
-      // The same turn again cannot be inserted: neither event is written.
-      await expect(
-        h.appendTogether("s1", [
-          { event: delta(2) },
-          { event: { type: "turn.started", data: { turn: t } }, opts: { turn_id: "t1", turn: t } },
-        ]),
-      ).rejects.toThrow();
-      expect(await store.lastEventSeq("s1")).toBe(3);
       h.closeAll();
     });
   });
